@@ -1,0 +1,173 @@
+// The wire protocol between kiln-worker and the coordinator. See docs/protocol.md.
+//
+// A frame is a 4-byte big-endian length followed by that many bytes of UTF-8 JSON, one message per
+// frame. Every message is an object with a "type". Frames over the maximum size are refused before
+// their body is read, so a peer cannot make the coordinator buffer without bound.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/types.hpp"
+
+namespace kiln::proto {
+
+inline constexpr int kProtocolVersion = 1;
+inline constexpr std::uint32_t kDefaultMaxFrame = 4u << 20;  // 4 MiB
+inline constexpr std::size_t kHeaderSize = 4;
+
+struct ProtocolError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Serialises a message into one frame. Throws ProtocolError when it would exceed max_frame.
+std::string encode_frame(const nlohmann::json& msg, std::uint32_t max_frame = kDefaultMaxFrame);
+std::string encode_header(std::uint32_t length);
+std::uint32_t decode_header(const unsigned char* four_bytes);
+
+// Incremental decoder for a byte stream. feed() bytes as they arrive, then call next() until it
+// returns nullopt. Throws ProtocolError on an oversize frame, invalid JSON or a non-object message;
+// the connection should then be closed (the stream cannot be resynchronised).
+class FrameDecoder {
+ public:
+  explicit FrameDecoder(std::uint32_t max_frame = kDefaultMaxFrame) : max_frame_(max_frame) {}
+  void feed(std::string_view bytes);
+  std::optional<nlohmann::json> next();
+  std::size_t buffered() const { return buf_.size() - pos_; }
+
+ private:
+  std::uint32_t max_frame_;
+  std::string buf_;
+  std::size_t pos_ = 0;
+};
+
+enum class MsgType { Challenge, Hello, Welcome, Round, Result, Ack, Done, Heartbeat, Error, Bye };
+std::string to_string(MsgType t);
+MsgType msg_type_from_string(const std::string& s);  // throws ProtocolError
+// The type of a decoded message; throws ProtocolError when missing or unknown.
+MsgType type_of(const nlohmann::json& msg);
+
+// coordinator -> worker, first frame on a connection.
+struct Challenge {
+  static constexpr MsgType kType = MsgType::Challenge;
+  int version = kProtocolVersion;
+  std::string nonce;  // hex, 32 random bytes
+};
+
+// worker -> coordinator: who I am, and proof that I know the campaign secret.
+struct Hello {
+  static constexpr MsgType kType = MsgType::Hello;
+  int version = kProtocolVersion;
+  int rank = -1;
+  int world_size = 0;
+  std::string host;
+  std::string client_nonce;
+  std::string mac;  // HMAC-SHA256(secret, "hello|" + nonce + "|" + client_nonce + "|" + rank)
+  nlohmann::json info = nlohmann::json::object();  // node inventory summary (GPUs, versions)
+};
+
+// coordinator -> worker: accepted, and proof that the coordinator knows the secret too.
+struct Welcome {
+  static constexpr MsgType kType = MsgType::Welcome;
+  std::string run_id;
+  std::string mac;  // HMAC-SHA256(secret, "welcome|" + client_nonce + "|" + nonce)
+  double heartbeat_s = 2.0;
+};
+
+struct TestSpec {
+  std::string key;
+  nlohmann::json params = nlohmann::json::object();
+  bool operator==(const TestSpec&) const = default;
+};
+
+// coordinator -> every worker: run these tests now. For group tests, groups partition (a subset
+// of) the world ranks; ranks in no group sit the round out. Empty groups = one group of all ranks.
+struct Round {
+  static constexpr MsgType kType = MsgType::Round;
+  std::int64_t id = 0;
+  std::vector<TestSpec> tests;
+  std::vector<std::vector<int>> groups;
+  double deadline_s = 120.0;  // per test
+};
+
+// worker -> coordinator: one measurement. seq is per connection, acknowledged after it is on disk.
+struct ResultMsg {
+  static constexpr MsgType kType = MsgType::Result;
+  std::uint64_t seq = 0;
+  Result result;
+};
+
+struct Ack {
+  static constexpr MsgType kType = MsgType::Ack;
+  std::uint64_t seq = 0;
+};
+
+// worker -> coordinator: this rank finished the round.
+struct Done {
+  static constexpr MsgType kType = MsgType::Done;
+  std::int64_t round_id = 0;
+  int rank = -1;
+  std::uint64_t last_seq = 0;  // the seq of this rank's last result in the round (0 if none)
+};
+
+struct Heartbeat {
+  static constexpr MsgType kType = MsgType::Heartbeat;
+  double ts = 0.0;
+};
+
+struct Error {
+  static constexpr MsgType kType = MsgType::Error;
+  std::string code;  // e.g. auth_failed, bad_message, version_mismatch
+  std::string message;
+};
+
+// Either side: the conversation is over. From the coordinator: finish and exit.
+struct Bye {
+  static constexpr MsgType kType = MsgType::Bye;
+  std::string reason;
+};
+
+#define KILN_PROTO_JSON(T)                         \
+  void to_json(nlohmann::json& j, const T& m);     \
+  void from_json(const nlohmann::json& j, T& m);
+KILN_PROTO_JSON(Challenge)
+KILN_PROTO_JSON(Hello)
+KILN_PROTO_JSON(Welcome)
+KILN_PROTO_JSON(TestSpec)
+KILN_PROTO_JSON(Round)
+KILN_PROTO_JSON(ResultMsg)
+KILN_PROTO_JSON(Ack)
+KILN_PROTO_JSON(Done)
+KILN_PROTO_JSON(Heartbeat)
+KILN_PROTO_JSON(Error)
+KILN_PROTO_JSON(Bye)
+#undef KILN_PROTO_JSON
+
+// A message as JSON with its "type" set.
+template <class M>
+nlohmann::json wrap(const M& m) {
+  nlohmann::json j = m;
+  j["type"] = to_string(M::kType);
+  return j;
+}
+
+// Parses a message of the expected type; throws ProtocolError with the field at fault otherwise.
+template <class M>
+M unwrap(const nlohmann::json& j) {
+  if (type_of(j) != M::kType)
+    throw ProtocolError("expected a '" + to_string(M::kType) + "' message, got '" +
+                        j.value("type", std::string("?")) + "'");
+  try {
+    return j.get<M>();
+  } catch (const nlohmann::json::exception& e) {
+    throw ProtocolError("malformed '" + to_string(M::kType) + "' message: " + e.what());
+  }
+}
+
+}  // namespace kiln::proto

@@ -1,0 +1,103 @@
+// One campaign: wait for the workers, drive rounds, persist every result before acknowledging
+// it, turn results into findings, write the report. Runs on the caller's thread; the
+// ResultServer's I/O thread only feeds it events.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/net.hpp"
+#include "common/protocol.hpp"
+#include "common/types.hpp"
+#include "coordinator/events.hpp"
+#include "coordinator/launcher.hpp"
+
+namespace kiln::coord {
+
+struct CampaignOptions {
+  std::filesystem::path out;
+  std::string run_id;
+  int ranks = 4;
+  std::vector<proto::TestSpec> tests;  // the test plan: one round per test
+  double test_deadline_s = 120.0;
+  double connect_timeout_s = 60.0;
+  net::Endpoint listen{"127.0.0.1", 0};
+  std::string advertise_host;          // what workers dial; defaults to the listen host
+  std::filesystem::path worker;
+  std::vector<std::string> launcher_args;
+  bool quiet = false;
+  std::vector<std::string> expected_nodes;  // when known (SLURM), for missing-node findings
+};
+
+struct RankState {
+  int rank = -1;
+  std::string host;
+  SessionId session = 0;
+  bool joined = false;
+  bool lost = false;
+  bool said_bye = false;
+  std::string lost_reason;
+  nlohmann::json info;
+  std::uint64_t results = 0;
+  std::map<std::string, std::uint64_t> by_status;
+};
+
+struct RoundRecord {
+  proto::Round round;
+  std::string reason;
+  double duration_s = 0.0;
+  std::set<int> expected;  // ranks asked to take part
+  std::set<int> done;
+  std::set<int> missing;   // expected but not done by the deadline (or lost)
+  std::vector<Result> results;
+};
+
+class ResultServer;
+class ResultStore;
+
+class Campaign {
+ public:
+  Campaign(CampaignOptions opts, Launcher& launcher);
+  ~Campaign();
+  // Runs the whole campaign; returns the exit code (0 pass, 1 findings, 2 could not run).
+  int run();
+
+  // Runs one round over the live ranks and returns what came back. Exposed for the localization
+  // phase, which drives rounds chosen by the planner.
+  RoundRecord run_round(proto::Round round, const std::string& reason);
+  const std::map<int, RankState>& ranks() const { return ranks_; }
+
+ private:
+  bool wait_for_workers();
+  void pump(std::chrono::steady_clock::time_point until);
+  void handle(Event& e, std::vector<std::pair<SessionId, std::uint64_t>>& acks);
+  void say_goodbye();
+  std::vector<Finding> findings() const;
+  nlohmann::json report(const std::string& verdict, const std::string& error) const;
+  void write_report_and_summary(const std::string& verdict, const std::string& error);
+  void progress(const std::string& line) const;
+  std::set<int> live_ranks() const;
+
+  CampaignOptions opts_;
+  Launcher& launcher_;
+  EventQueue events_;
+  std::unique_ptr<ResultServer> server_;
+  std::unique_ptr<ResultStore> store_;
+  std::map<int, RankState> ranks_;
+  std::vector<RoundRecord> rounds_;
+  RoundRecord* current_ = nullptr;
+  std::vector<Finding> extra_findings_;
+  std::optional<LaunchEnd> launch_end_;
+  std::chrono::system_clock::time_point started_;
+  std::uint64_t rejected_ = 0;
+  std::int64_t next_round_id_ = 1;
+  bool ending_ = false;
+};
+
+}  // namespace kiln::coord

@@ -1,0 +1,134 @@
+#include "coordinator/launcher.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace kiln::coord {
+
+namespace {
+LaunchEnd describe(int status) {
+  if (WIFEXITED(status))
+    return {WEXITSTATUS(status) == 0, "exited " + std::to_string(WEXITSTATUS(status))};
+  if (WIFSIGNALED(status)) return {false, "killed by signal " + std::to_string(WTERMSIG(status))};
+  return {false, "ended (status " + std::to_string(status) + ")"};
+}
+}  // namespace
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !end_) wait_or_kill(std::chrono::milliseconds(0));
+}
+
+void ChildProcess::spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                         const std::filesystem::path& log) {
+  int logfd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (logfd < 0) throw std::runtime_error("cannot open " + log.string() + ": " + std::strerror(errno));
+  // Build everything the child needs before fork: only async-signal-safe calls after it.
+  std::vector<std::string> envs;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos && env.count(kv.substr(0, eq))) continue;
+    envs.push_back(kv);
+  }
+  for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
+  std::vector<char*> cargv, cenv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (const auto& e : envs) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
+  int errpipe[2];
+  if (::pipe2(errpipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(logfd, 1);
+    ::dup2(logfd, 2);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::execvpe(cargv[0], cargv.data(), cenv.data());
+    int err = errno;
+    (void)!::write(errpipe[1], &err, sizeof err);
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  ::close(errpipe[1]);
+  ::close(logfd);
+  int child_err = 0;
+  const auto n = ::read(errpipe[0], &child_err, sizeof child_err);
+  ::close(errpipe[0]);
+  if (n == sizeof child_err) {
+    ::waitpid(pid, nullptr, 0);
+    throw std::runtime_error("cannot run '" + argv[0] + "': " + std::strerror(child_err));
+  }
+  pid_ = pid;
+}
+
+std::optional<LaunchEnd> ChildProcess::poll() {
+  if (end_ || pid_ <= 0) return end_;
+  int status = 0;
+  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) end_ = describe(status);
+  return end_;
+}
+
+LaunchEnd ChildProcess::wait_or_kill(std::chrono::milliseconds grace) {
+  if (pid_ <= 0) return {false, "not started"};
+  const auto until = std::chrono::steady_clock::now() + grace;
+  while (!poll() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (!end_) {
+    ::kill(-pid_, SIGTERM);
+    const auto hard = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!poll() && std::chrono::steady_clock::now() < hard)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!end_) {
+      ::kill(-pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+      end_ = describe(status);
+    }
+    end_->ok = false;
+  }
+  // Leave no stragglers of the group behind (orted children, hung ranks).
+  ::kill(-pid_, SIGKILL);
+  return *end_;
+}
+
+std::vector<std::string> LocalLauncher::mpirun_argv(const LaunchRequest& req) {
+  std::vector<std::string> argv{"mpirun", "-np", std::to_string(req.ranks), "--oversubscribe"};
+  if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
+  // Workers pick up the coordinator from these; -x exports them to every rank.
+  for (const char* v : {"KILN_COORDINATOR", "KILN_SECRET_FILE"}) {
+    argv.push_back("-x");
+    argv.push_back(v);
+  }
+  for (const auto& a : req.extra_args) argv.push_back(a);
+  argv.push_back(req.worker_binary.string());
+  return argv;
+}
+
+void LocalLauncher::launch(const LaunchRequest& req) {
+  std::map<std::string, std::string> env{
+      {"KILN_COORDINATOR", req.coordinator},
+      {"KILN_SECRET_FILE", req.secret_file.string()},
+      // Ranks share the host's cores; spinning would starve each other.
+      {"OMPI_MCA_mpi_yield_when_idle", "1"},
+      {"OMPI_MCA_hwloc_base_binding_policy", "none"},
+      // Containers often forbid the ptrace-based single-copy path of the shared-memory BTL.
+      {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"},
+      {"OMPI_MCA_rmaps_base_oversubscribe", "1"},
+  };
+  child_.spawn(mpirun_argv(req), env, req.run_dir / "workers.log");
+}
+
+}  // namespace kiln::coord

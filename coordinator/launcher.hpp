@@ -1,0 +1,78 @@
+// How workers are started: mpirun on the local host, sbatch on SLURM, or not at all (external:
+// an operator or a test starts kiln-worker by hand with the printed address and secret file).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::coord {
+
+struct LaunchRequest {
+  std::string coordinator;              // HOST:PORT the workers connect to
+  std::filesystem::path secret_file;
+  std::filesystem::path run_dir;
+  std::filesystem::path worker_binary;
+  int ranks = 0;
+  std::vector<std::string> extra_args;  // appended to the launcher's command line
+};
+
+struct LaunchEnd {
+  bool ok = false;           // the launched job finished normally
+  std::string state;         // e.g. "exited 0", "killed by signal 9", "CANCELLED", "TIMEOUT"
+};
+
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  virtual std::string name() const = 0;
+  virtual void launch(const LaunchRequest& req) = 0;   // throws std::runtime_error
+  virtual std::optional<LaunchEnd> poll() = 0;          // nullopt while the job runs
+  virtual std::string progress() { return {}; }         // e.g. "job 42 PENDING (Resources)"
+  // Waits up to `grace` for a normal end, then stops the job for good.
+  virtual LaunchEnd finish(std::chrono::milliseconds grace) = 0;
+};
+
+// A child process in its own process group, with stdout and stderr to a log file.
+class ChildProcess {
+ public:
+  ChildProcess() = default;
+  ~ChildProcess();
+  void spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+             const std::filesystem::path& log);
+  std::optional<LaunchEnd> poll();
+  LaunchEnd wait_or_kill(std::chrono::milliseconds grace);
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<LaunchEnd> end_;
+};
+
+class LocalLauncher : public Launcher {
+ public:
+  std::string name() const override { return "local"; }
+  void launch(const LaunchRequest& req) override;
+  std::optional<LaunchEnd> poll() override { return child_.poll(); }
+  LaunchEnd finish(std::chrono::milliseconds grace) override { return child_.wait_or_kill(grace); }
+  static std::vector<std::string> mpirun_argv(const LaunchRequest& req);
+
+ private:
+  ChildProcess child_;
+};
+
+class ExternalLauncher : public Launcher {
+ public:
+  std::string name() const override { return "none"; }
+  void launch(const LaunchRequest&) override {}
+  std::optional<LaunchEnd> poll() override { return std::nullopt; }
+  LaunchEnd finish(std::chrono::milliseconds) override { return {true, "external"}; }
+};
+
+}  // namespace kiln::coord

@@ -1,0 +1,218 @@
+// kiln: the coordinator. `kiln run` launches workers and drives a campaign; `kiln simulate` runs
+// the localization planner against a model cluster.
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <functional>
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include "common/auth.hpp"
+#include "common/hostlist.hpp"
+#include "common/net.hpp"
+#include "coordinator/campaign.hpp"
+#include "coordinator/launcher.hpp"
+#include "coordinator/store.hpp"
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+using namespace kiln;
+
+namespace {
+
+constexpr const char* kUsage = R"(kiln - GPU cluster burn-in and health checks
+
+usage: kiln <command> [options]
+
+commands:
+  run        launch kiln-worker on the nodes and run a campaign
+  version    print the version
+
+`kiln <command> --help` describes each command. Exit codes: 0 all passed, 1 findings,
+2 the campaign could not run (bad input, launcher or network failure).
+)";
+
+int fail(const std::string& msg) {
+  std::cerr << "kiln: error: " << msg << std::endl;
+  return 2;
+}
+
+fs::path self_dir() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : p.parent_path();
+}
+
+std::string make_run_id() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
+  return std::string(buf) + "-" + auth::random_hex(3);
+}
+
+// KILN_<NAME> sets --<name> (dashes as underscores); other KILN_ variables are left alone.
+std::function<std::string(std::string)> env_mapper(const po::options_description& desc) {
+  return [&desc](const std::string& env) -> std::string {
+    if (env.rfind("KILN_", 0) != 0) return {};
+    std::string name = env.substr(5);
+    for (auto& c : name) c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return desc.find_nothrow(name, false) ? name : std::string();
+  };
+}
+
+struct RunConfig {
+  std::string launcher = "auto";
+  int ranks = 4;
+  std::string out;
+  std::string listen;
+  std::string advertise;
+  std::string worker;
+  std::string tests = "host.inventory,mpi.all_reduce";
+  std::string params;  // JSON object: {"test.key": {...}}
+  double deadline = 120;
+  double connect_timeout = 60;
+  std::vector<std::string> mpirun_args;
+  bool quiet = false;
+  std::string nodelist;
+  std::string partition;
+  int nodes = 0;
+};
+
+int cmd_run(const std::vector<std::string>& args) {
+  RunConfig c;
+  po::options_description desc(
+      "usage: kiln run [options]\n\nLaunches kiln-worker ranks, runs the test plan round by round, streams every\n"
+      "result to OUT/results.jsonl and writes OUT/report.json.\n\noptions");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("launcher", po::value(&c.launcher)->default_value(c.launcher),
+       "how workers start: local (mpirun on this host), none (start kiln-worker yourself with the printed "
+       "address and secret), auto (local)")
+      ("ranks,n", po::value(&c.ranks)->default_value(c.ranks), "number of worker ranks (local/none launchers)")
+      ("nodelist,w", po::value(&c.nodelist), "SLURM hostlist to run on, e.g. gpu[001-004,010]")
+      ("partition,p", po::value(&c.partition), "SLURM partition")
+      ("nodes,N", po::value(&c.nodes), "number of SLURM nodes")
+      ("out,o", po::value(&c.out), "run directory (default: kiln-runs/RUN_ID)")
+      ("listen", po::value(&c.listen), "ADDR:PORT to listen on (default 127.0.0.1:0 for the local launcher; port 0 = any)")
+      ("advertise", po::value(&c.advertise), "host name or address workers dial (default: the listen address)")
+      ("worker", po::value(&c.worker), "path to kiln-worker (default: next to kiln)")
+      ("tests", po::value(&c.tests)->default_value(c.tests), "comma-separated test keys, one round each")
+      ("params", po::value(&c.params), "JSON object of per-test parameters, e.g. '{\"mpi.all_reduce\":{\"max_bytes\":1048576}}'")
+      ("deadline", po::value(&c.deadline)->default_value(c.deadline), "seconds each test may take before it counts as timed out")
+      ("connect-timeout", po::value(&c.connect_timeout)->default_value(c.connect_timeout),
+       "seconds to wait for all workers to connect")
+      ("mpirun-arg", po::value(&c.mpirun_args)->composing(), "extra argument for mpirun (repeatable)")
+      ("quiet,q", po::bool_switch(&c.quiet), "no progress lines on stderr");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::store(po::parse_environment(desc, env_mapper(desc)), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return fail(std::string(e.what()) + " (see kiln run --help)");
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\nExit codes: 0 all passed, 1 findings, 2 the campaign could not run.\n";
+    return 0;
+  }
+  std::vector<std::string> hosts;
+  if (!c.nodelist.empty()) {
+    try {
+      hosts = hostlist::expand(c.nodelist);
+    } catch (const std::exception& e) {
+      return fail(std::string("--nodelist: ") + e.what());
+    }
+  }
+  if (c.launcher == "auto") c.launcher = "local";
+  if (c.launcher == "local" && (!hosts.empty() || !c.partition.empty() || c.nodes > 0))
+    return fail("--nodelist, --partition and --nodes need the slurm launcher (this build's launchers: local, none)");
+  if (c.launcher != "local" && c.launcher != "none") return fail("unknown launcher '" + c.launcher + "' (want local, none or auto)");
+  if (c.ranks < 1) return fail("--ranks must be at least 1 (got " + std::to_string(c.ranks) + ")");
+  if (c.ranks > 4096) return fail("--ranks " + std::to_string(c.ranks) + " is more than the local launcher supports (4096)");
+  if (c.deadline <= 0) return fail("--deadline must be positive");
+  if (c.connect_timeout <= 0) return fail("--connect-timeout must be positive");
+
+  coord::CampaignOptions o;
+  o.run_id = make_run_id();
+  o.ranks = c.ranks;
+  o.test_deadline_s = c.deadline;
+  o.connect_timeout_s = c.connect_timeout;
+  o.quiet = c.quiet;
+  o.launcher_args = c.mpirun_args;
+  try {
+    o.listen = net::parse_endpoint(c.listen.empty() ? "127.0.0.1:0" : c.listen, /*allow_zero=*/true);
+  } catch (const std::exception& e) {
+    return fail(std::string("--listen: ") + e.what());
+  }
+  o.advertise_host = c.advertise;
+  nlohmann::json params = nlohmann::json::object();
+  if (!c.params.empty()) {
+    params = nlohmann::json::parse(c.params, nullptr, false);
+    if (params.is_discarded() || !params.is_object()) return fail("--params is not a JSON object");
+  }
+  std::size_t start = 0;
+  while (start <= c.tests.size()) {
+    auto comma = c.tests.find(',', start);
+    std::string key = c.tests.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (key.empty()) return fail("--tests has an empty test name");
+    proto::TestSpec t{key, params.value(key, nlohmann::json::object())};
+    o.tests.push_back(t);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  o.worker = c.worker.empty() ? self_dir() / "kiln-worker" : fs::path(c.worker);
+  if (c.launcher == "local" && !fs::exists(o.worker)) return fail("worker binary " + o.worker.string() + " not found (use --worker)");
+  o.out = c.out.empty() ? fs::path("kiln-runs") / o.run_id : fs::path(c.out);
+  try {
+    coord::prepare_run_dir(o.out);
+    if (fs::exists(o.out / "results.jsonl") || fs::exists(o.out / "secret"))
+      return fail("output directory " + o.out.string() + " already holds a campaign; choose another --out");
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  std::unique_ptr<coord::Launcher> launcher;
+  if (c.launcher == "local")
+    launcher = std::make_unique<coord::LocalLauncher>();
+  else
+    launcher = std::make_unique<coord::ExternalLauncher>();
+  try {
+    coord::Campaign campaign(o, *launcher);
+    if (c.launcher == "none")
+      std::cerr << "kiln: start the workers with KILN_COORDINATOR from " << (o.out / "campaign.json").string()
+                << " and KILN_SECRET_FILE=" << fs::absolute(o.out / "secret").string() << std::endl;
+    return campaign.run();
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("kiln"));
+  spdlog::set_pattern("kiln: %^%l%$: %v");
+  if (const char* lvl = std::getenv("KILN_LOG_LEVEL")) spdlog::set_level(spdlog::level::from_str(lvl));
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  std::vector<std::string> rest(argv + 2, argv + argc);
+  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (cmd == "version" || cmd == "--version") {
+    std::cout << "kiln " << KILN_VERSION << " (protocol " << proto::kProtocolVersion << ", report schema "
+              << kSchemaVersion << ")\n";
+    return 0;
+  }
+  if (cmd == "run") return cmd_run(rest);
+  return fail("unknown command '" + cmd + "' (see kiln --help)");
+}

@@ -1,0 +1,52 @@
+// The coordinator's TCP server. Threading model: one I/O thread runs the io_context; every socket
+// operation and every session's state lives on it. The campaign thread talks to it only through
+// post() (send/ack/close) and receives everything through the EventQueue. Storage and analysis
+// never run on the I/O thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/net.hpp"
+#include "coordinator/events.hpp"
+
+namespace kiln::coord {
+
+struct ServerOptions {
+  net::Endpoint listen{"127.0.0.1", 0};
+  std::string secret;
+  std::string run_id;
+  int world_size = 0;                 // ranks outside [0, world_size) are refused
+  std::uint32_t max_frame = proto::kDefaultMaxFrame;
+  double handshake_timeout_s = 10.0;  // a peer that has not authenticated by then is dropped
+  double idle_timeout_s = 60.0;       // an authenticated peer silent for this long is dropped
+  double heartbeat_s = 2.0;           // what workers are told to send
+};
+
+class ResultServer {
+ public:
+  ResultServer(ServerOptions opts, EventQueue& events);
+  ~ResultServer();
+  ResultServer(const ResultServer&) = delete;
+  ResultServer& operator=(const ResultServer&) = delete;
+
+  // Binds and starts the I/O thread. Throws std::runtime_error with a one-line reason on failure.
+  void start();
+  void stop();
+  net::Endpoint local_endpoint() const;
+
+  void send(SessionId s, nlohmann::json msg);
+  void ack(SessionId s, std::uint64_t seq);
+  void close(SessionId s, const std::string& reason);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::coord

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages kiln needs to build and test, when they are missing.
+# Runs as root, or through sudo. CUDA/NCCL are optional: when /usr/local/cuda* is absent the
+# worker builds its CPU paths and the GPU tests report SKIP.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git python3
+  libopenmpi-dev openmpi-bin libpmix2
+  libboost-program-options-dev libboost-dev nlohmann-json3-dev libspdlog-dev catch2
+  libibverbs-dev libssl-dev libsqlite3-dev sqlite3 libtomlplusplus-dev fio
+  slurm-wlm slurmd slurmctld slurm-client munge
+  iproute2 procps psmisc util-linux
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then SUDO="sudo"; else
+    echo "install-deps: error: missing packages (${missing[*]}) and not root; rerun as root or install sudo" >&2
+    exit 2
+  fi
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# Debian's munge/slurm packages may try to start services on install; the testbed runs its own.
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs ctest; brings the SLURM testbed up around it when we are root and it is available.
+set -uo pipefail
+BUILD=${1:-build}
+shift || true
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+TESTBED="$ROOT/tests/cluster/testbed"
+NODES=${KILN_TESTBED_NODES:-6}
+started=0
+if [ "$(id -u)" -eq 0 ] && [ -x "$TESTBED" ] && [ -z "${KILN_NO_TESTBED:-}" ]; then
+  echo "run-tests: bringing up the SLURM testbed ($NODES nodes)"
+  if "$TESTBED" up "$NODES"; then
+    started=1
+  else
+    echo "run-tests: warning: the testbed did not come up; cluster tests will SKIP" >&2
+    "$TESTBED" down >/dev/null 2>&1 || true
+  fi
+fi
+cleanup() { if [ $started -eq 1 ]; then "$TESTBED" down || true; fi; }
+trap cleanup EXIT
+cd "$ROOT/$BUILD" && ctest --output-on-failure --timeout 900 "$@"

@@ -1,0 +1,248 @@
+#include "slurm/parsers.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <regex>
+#include <sstream>
+
+#include "common/hostlist.hpp"
+#include "slurm/slurm_error.hpp"
+
+namespace kiln::slurm {
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") != std::string::npos) lines.push_back(line);
+  }
+  return lines;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  parts.push_back(cur);
+  return parts;
+}
+
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+std::string shorten(const std::string& s) { return s.size() > 200 ? s.substr(0, 200) + "..." : s; }
+
+[[noreturn]] void bad_output(const std::string& what, const std::string& text) {
+  std::string one_line = shorten(text);
+  std::replace(one_line.begin(), one_line.end(), '\n', ' ');
+  throw SlurmError("cannot parse " + what + ": '" + one_line + "'");
+}
+
+int to_int(const std::string& s, const std::string& what) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) bad_output(what, s);
+  return v;
+}
+
+bool looks_like_key(const std::string& token) {
+  auto eq = token.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  if (!std::isalpha(static_cast<unsigned char>(token[0]))) return false;
+  for (std::size_t i = 0; i < eq; ++i) {
+    unsigned char c = static_cast<unsigned char>(token[i]);
+    if (!std::isalnum(c) && c != '_' && c != ':' && c != '/') return false;
+  }
+  return true;
+}
+
+// SLURM prints "(null)" and "None" for "nothing here".
+std::string none_to_empty(const std::string& v) { return v == "(null)" || v == "None" ? "" : v; }
+
+std::vector<std::string> expand_or_throw(const std::string& expr) {
+  if (expr.empty() || expr == "(null)") return {};
+  try {
+    return kiln::hostlist::expand(expr);
+  } catch (const std::exception& e) {
+    throw SlurmError("bad hostlist '" + expr + "' in SLURM output: " + e.what());
+  }
+}
+
+}  // namespace
+
+std::string parse_job_id(const std::string& sbatch_stdout) {
+  // One line, optionally newline-terminated; nothing around it.
+  std::string s = sbatch_stdout;
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  static const std::regex kJobId(R"(^(\d+)(;[A-Za-z0-9_.-]+)?$)");
+  std::smatch m;
+  if (!std::regex_match(s, m, kJobId)) bad_output("job id from sbatch --parsable", sbatch_stdout);
+  return m[1].str();
+}
+
+std::map<std::string, std::string> parse_key_values(const std::string& line) {
+  std::map<std::string, std::string> kv;
+  std::string key;
+  std::istringstream in(line);
+  std::string token;
+  while (in >> token) {
+    if (looks_like_key(token)) {
+      auto eq = token.find('=');
+      key = token.substr(0, eq);
+      kv[key] = token.substr(eq + 1);
+    } else if (!key.empty()) {
+      auto& v = kv[key];
+      if (!v.empty()) v += ' ';
+      v += token;
+    } else {
+      bad_output("key=value line", line);
+    }
+  }
+  return kv;
+}
+
+std::vector<JobStatus> parse_squeue(const std::string& text) {
+  std::vector<JobStatus> jobs;
+  for (const auto& line : lines_of(text)) {
+    auto f = split(line, '|');
+    // The reason is last and may itself hold a '|'-free but space- and comma-full text.
+    if (f.size() < 4) bad_output("squeue line (want %i|%T|%N|%r)", line);
+    for (std::size_t i = 4; i < f.size(); ++i) f[3] += "|" + f[i];
+    JobStatus j;
+    j.id = trim(f[0]);
+    if (j.id.empty() || !std::all_of(j.id.begin(), j.id.end(), ::isdigit)) bad_output("squeue job id", line);
+    j.state = trim(f[1]);
+    j.phase = phase_of(j.state);
+    j.nodes = none_to_empty(trim(f[2]));
+    j.reason = none_to_empty(trim(f[3]));
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
+JobStatus parse_scontrol_job(const std::string& text) {
+  auto lines = lines_of(text);
+  if (lines.size() != 1) bad_output("scontrol show job (want one line)", text);
+  auto kv = parse_key_values(lines[0]);
+  if (!kv.count("JobId") || !kv.count("JobState")) bad_output("scontrol show job (no JobId/JobState)", text);
+  JobStatus j;
+  j.id = kv["JobId"];
+  j.state = kv["JobState"];
+  j.phase = phase_of(j.state);
+  j.reason = none_to_empty(kv["Reason"]);
+  j.nodes = none_to_empty(kv["NodeList"]);
+  // ExitCode=<status>:<signal>
+  if (auto it = kv.find("ExitCode"); it != kv.end()) {
+    auto parts = split(it->second, ':');
+    if (parts.size() != 2) bad_output("ExitCode", it->second);
+    j.exit_code = to_int(parts[0], "ExitCode");
+    int sig = to_int(parts[1], "ExitCode signal");
+    if (sig != 0) j.exit_signal = sig;
+  }
+  return j;
+}
+
+std::vector<std::string> parse_hostnames(const std::string& text) {
+  std::vector<std::string> names;
+  for (const auto& line : lines_of(text)) {
+    std::string name = trim(line);
+    // `scontrol show hostnames 'node[1-'` prints "node]" and exits 0: refuse such names.
+    if (name.find_first_of("[] \t,") != std::string::npos) bad_output("host name from scontrol show hostnames", text);
+    names.push_back(name);
+  }
+  return names;
+}
+
+std::vector<Switch> parse_topology(const std::string& text) {
+  std::vector<Switch> switches;
+  for (const auto& line : lines_of(text)) {
+    auto kv = parse_key_values(line);
+    if (!kv.count("SwitchName")) bad_output("scontrol show topology line", line);
+    Switch s;
+    s.name = kv["SwitchName"];
+    if (kv.count("Level")) s.level = to_int(kv["Level"], "switch Level");
+    s.link_speed = kv["LinkSpeed"];
+    s.nodes_expr = none_to_empty(kv["Nodes"]);
+    s.switches_expr = none_to_empty(kv["Switches"]);
+    s.nodes = expand_or_throw(s.nodes_expr);
+    s.switches = expand_or_throw(s.switches_expr);
+    switches.push_back(std::move(s));
+  }
+  return switches;
+}
+
+std::vector<PartitionInfo> parse_sinfo(const std::string& text) {
+  std::vector<PartitionInfo> parts;
+  for (const auto& line : lines_of(text)) {
+    auto f = split(line, '|');
+    if (f.size() != 6) bad_output("sinfo line (want %R|%P|%a|%D|%T|%N)", line);
+    const std::string name = trim(f[0]);
+    auto it = std::find_if(parts.begin(), parts.end(), [&](const PartitionInfo& p) { return p.name == name; });
+    if (it == parts.end()) {
+      parts.push_back(PartitionInfo{});
+      it = std::prev(parts.end());
+      it->name = name;
+    }
+    std::string shown = trim(f[1]);
+    if (!shown.empty() && shown.back() == '*') it->is_default = true;
+    it->availability = trim(f[2]);
+    int count = to_int(trim(f[3]), "sinfo node count");
+    it->total_nodes += count;
+    it->nodes_by_state[trim(f[4])] += count;
+    for (auto& n : expand_or_throw(trim(f[5]))) it->nodes.push_back(std::move(n));
+  }
+  return parts;
+}
+
+bool NodeInfo::has_flag(const std::string& f) const {
+  return std::find(flags.begin(), flags.end(), f) != flags.end();
+}
+
+bool NodeInfo::usable() const {
+  static const std::vector<std::string> kUp = {"IDLE", "MIXED", "ALLOCATED", "COMPLETING"};
+  return std::find(kUp.begin(), kUp.end(), base_state) != kUp.end() && !drained() && responding() &&
+         !has_flag("FAIL") && !has_flag("MAINTENANCE") && !has_flag("REBOOT_REQUESTED");
+}
+
+std::vector<NodeInfo> parse_nodes(const std::string& text) {
+  std::vector<NodeInfo> nodes;
+  static const std::regex kReasonSuffix(R"(\s*\[[^\]@]*@[^\]]*\]$)");
+  for (const auto& line : lines_of(text)) {
+    auto kv = parse_key_values(line);
+    if (!kv.count("NodeName") || !kv.count("State")) bad_output("scontrol show node line", line);
+    NodeInfo n;
+    n.name = kv["NodeName"];
+    n.state = kv["State"];
+    auto words = split(n.state, '+');
+    n.base_state = words[0];
+    // sinfo-style '*' (not responding) or '~' suffixes do not appear in scontrol, but be safe.
+    while (!n.base_state.empty() && !std::isalpha(static_cast<unsigned char>(n.base_state.back())))
+      n.base_state.pop_back();
+    n.flags.assign(words.begin() + 1, words.end());
+    n.reason = std::regex_replace(none_to_empty(kv["Reason"]), kReasonSuffix, "");
+    n.address = kv["NodeAddr"];
+    n.hostname = kv["NodeHostName"];
+    if (kv.count("CPUTot")) n.cpus = to_int(kv["CPUTot"], "CPUTot");
+    if (auto p = none_to_empty(kv["Partitions"]); !p.empty()) n.partitions = split(p, ',');
+    n.fields = std::move(kv);
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+}  // namespace kiln::slurm

@@ -1,0 +1,22 @@
+# Shared helpers for the integration tests (sourced). KILN_BIN points at build/bin.
+set -uo pipefail
+: "${KILN_BIN:?KILN_BIN must point at build/bin}"
+KILN="$KILN_BIN/kiln"
+WORKER="$KILN_BIN/kiln-worker"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_mpi_yield_when_idle=1
+TMP=$(mktemp -d /tmp/kiln-it.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+FAILS=0
+pass() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+finish() { if [ "$FAILS" -eq 0 ]; then echo "all checks passed"; exit 0; else echo "$FAILS check(s) failed"; exit 1; fi; }
+# expect_exit CODE DESCRIPTION -- command...: runs it, checks the exit code, keeps stderr in $ERR.
+expect_exit() {
+  local want=$1 what=$2
+  shift 3
+  ERR=$("$@" 2>&1 >/dev/null)
+  local got=$?
+  if [ "$got" -eq "$want" ]; then pass "$what (exit $got)"; else bad "$what: exit $got, want $want; stderr: $ERR"; fi
+}
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }

@@ -1,0 +1,206 @@
+// The slurm parsers on output captured from the real testbed (tests/data/slurm).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "slurm/parsers.hpp"
+#include "slurm/slurm_error.hpp"
+
+using namespace kiln::slurm;
+
+namespace {
+
+// stdout of one command captured from the testbed by tests/cluster/capture-slurm-data.
+std::string captured_stdout(const std::string& name) {
+  const auto path = std::filesystem::path(KILN_TEST_DATA) / "slurm" / (name + ".json");
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("missing capture " + path.string());
+  return nlohmann::json::parse(in).at("stdout").get<std::string>();
+}
+
+}  // namespace
+
+TEST_CASE("sbatch --parsable: the job id, strictly", "[slurm]") {
+  CHECK(parse_job_id(captured_stdout("sbatch_parsable")) == "1");
+  CHECK(parse_job_id("42;kiln\n") == "42");  // federated form (-M), which the testbed cannot produce
+  // Anything that is not exactly an id is refused: kiln must never watch or cancel the wrong job.
+  for (const char* bad : {"", "\n", "Submitted batch job 5\n", "5\n6\n", " 5\n", "5x\n", "-5\n", "5;\n",
+                          "sbatch: warning: something\n5\n"})
+    CHECK_THROWS_AS(parse_job_id(bad), SlurmError);
+}
+
+TEST_CASE("squeue: running, completed, failed and held jobs in one call", "[slurm]") {
+  auto jobs = parse_squeue(captured_stdout("squeue_mixed"));
+  REQUIRE(jobs.size() == 5);  // job 99 never existed: squeue just leaves it out
+  std::map<std::string, JobStatus> by_id;
+  for (auto& j : jobs) by_id[j.id] = j;
+  CHECK(by_id["1"].state == "RUNNING");
+  CHECK(by_id["1"].phase == JobPhase::Running);
+  CHECK(by_id["1"].nodes == "node[1-4]");
+  CHECK(by_id["1"].reason.empty());  // SLURM's "None"
+  CHECK(by_id["2"].phase == JobPhase::Terminal);
+  CHECK(by_id["3"].state == "FAILED");
+  CHECK(by_id["3"].reason == "NonZeroExitCode");
+  CHECK(by_id["5"].phase == JobPhase::Pending);
+  CHECK(by_id["5"].nodes.empty());
+  CHECK(by_id["5"].reason == "JobHeldUser");
+  CHECK(parse_squeue(captured_stdout("squeue_unknown_only")).empty());
+  CHECK_THROWS_AS(parse_squeue("1|RUNNING\n"), SlurmError);
+  CHECK_THROWS_AS(parse_squeue("x|RUNNING|node1|None\n"), SlurmError);
+}
+
+TEST_CASE("scontrol show job: every state the testbed produced", "[slurm]") {
+  struct Case {
+    const char* capture;
+    const char* id;
+    const char* state;
+    JobPhase phase;
+    const char* reason;
+    int exit_code;
+  };
+  const Case cases[] = {
+      {"scontrol_job_running", "1", "RUNNING", JobPhase::Running, "", 0},
+      {"scontrol_job_completed", "2", "COMPLETED", JobPhase::Terminal, "", 0},
+      {"scontrol_job_failed", "3", "FAILED", JobPhase::Terminal, "NonZeroExitCode", 3},
+      {"scontrol_job_cancelled", "4", "CANCELLED", JobPhase::Terminal, "", 0},
+      {"scontrol_job_pending", "5", "PENDING", JobPhase::Pending, "JobHeldUser", 0},
+      {"scontrol_job_cancelled_pending", "5", "CANCELLED", JobPhase::Terminal, "JobHeldUser", 0},
+      {"scontrol_job_timeout", "6", "TIMEOUT", JobPhase::Terminal, "TimeLimit", 0},
+      // More nodes than exist is accepted (EnforcePartLimits=NO) and pends for ever.
+      {"scontrol_job_too_many_nodes", "7", "PENDING", JobPhase::Pending, "PartitionConfig", 0},
+  };
+  for (const auto& c : cases) {
+    INFO(c.capture);
+    auto j = parse_scontrol_job(captured_stdout(c.capture));
+    CHECK(j.id == c.id);
+    CHECK(j.state == c.state);
+    CHECK(j.phase == c.phase);
+    CHECK(j.reason == c.reason);
+    REQUIRE(j.exit_code.has_value());
+    CHECK(*j.exit_code == c.exit_code);
+  }
+  // A cancelled job ended by SIGTERM: ExitCode=0:15.
+  CHECK(parse_scontrol_job(captured_stdout("scontrol_job_cancelled")).exit_signal == 15);
+  CHECK(parse_scontrol_job(captured_stdout("scontrol_job_running")).nodes == "node[1-4]");
+  CHECK(parse_scontrol_job(captured_stdout("scontrol_job_pending")).nodes.empty());
+
+  auto nf = parse_scontrol_job(captured_stdout("scontrol_job_node_fail"));
+  CHECK(nf.state == "NODE_FAIL");
+  CHECK(nf.phase == JobPhase::Terminal);
+  CHECK(nf.nodes == "node3");
+  // Without --no-requeue the same failure sends the job back to the queue.
+  auto rq = parse_scontrol_job(captured_stdout("scontrol_job_requeued"));
+  CHECK(rq.phase == JobPhase::Pending);
+
+  CHECK_THROWS_AS(parse_scontrol_job(""), SlurmError);
+  CHECK_THROWS_AS(parse_scontrol_job("JobId=1 JobState=RUNNING\nJobId=2 JobState=RUNNING\n"), SlurmError);
+}
+
+TEST_CASE("key=value lines keep values with spaces together", "[slurm]") {
+  auto kv = parse_key_values(captured_stdout("scontrol_nodes_busy").substr(0, captured_stdout("scontrol_nodes_busy").find('\n')));
+  CHECK(kv.at("NodeName") == "node1");
+  CHECK(kv.at("OS").rfind("Linux ", 0) == 0);  // "Linux 6.x #1 SMP ..." is one value
+  CHECK(kv.at("CfgTRES") == "cpu=2,mem=1G,billing=2");
+  CHECK(kv.at("AllocTRES") == "cpu=2");
+  auto job = parse_key_values(captured_stdout("scontrol_job_running"));
+  CHECK(job.at("AllocNode:Sid").find(':') != std::string::npos);
+  CHECK(job.at("CPUs/Task") == "1");
+}
+
+TEST_CASE("job state sets are explicit", "[slurm]") {
+  for (auto s : {"COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED", "OUT_OF_MEMORY", "PREEMPTED",
+                 "BOOT_FAIL", "DEADLINE"})
+    CHECK(phase_of(s) == JobPhase::Terminal);
+  for (auto s : {"PENDING", "CONFIGURING", "REQUEUED"}) CHECK(phase_of(s) == JobPhase::Pending);
+  for (auto s : {"RUNNING", "COMPLETING", "SUSPENDED"}) CHECK(phase_of(s) == JobPhase::Running);
+  CHECK(phase_of("CANCELLED by 0") == JobPhase::Terminal);
+  CHECK(phase_of("SOMETHING_NEW") == JobPhase::Unknown);
+  CHECK(phase_of("") == JobPhase::Unknown);
+}
+
+TEST_CASE("scontrol show hostnames", "[slurm]") {
+  CHECK(parse_hostnames(captured_stdout("hostnames_range")) ==
+        std::vector<std::string>{"node1", "node2", "node3", "node4"});
+  CHECK(parse_hostnames(captured_stdout("hostnames_mixed")) == std::vector<std::string>{"node1", "node2", "node4"});
+  // What scontrol 22.05 prints, with exit 0, for the malformed 'node[1-'.
+  CHECK_THROWS_AS(parse_hostnames("node]\n"), SlurmError);
+}
+
+TEST_CASE("scontrol show topology: tree and none", "[slurm]") {
+  CHECK(parse_topology(captured_stdout("scontrol_topology_none")).empty());
+  auto sw = parse_topology(captured_stdout("scontrol_topology_tree"));
+  REQUIRE(sw.size() == 3);
+  std::map<std::string, Switch> by_name;
+  for (auto& s : sw) by_name[s.name] = s;
+  CHECK(by_name.at("leaf1").nodes == std::vector<std::string>{"node1", "node2"});
+  CHECK(by_name.at("leaf1").is_leaf());
+  CHECK(by_name.at("leaf1").level == 0);
+  CHECK(by_name.at("leaf2").nodes == std::vector<std::string>{"node3", "node4"});
+  CHECK(by_name.at("spine").switches == std::vector<std::string>{"leaf1", "leaf2"});
+  CHECK(by_name.at("spine").level == 1);
+  CHECK(by_name.at("spine").nodes.size() == 4);
+  CHECK_FALSE(by_name.at("spine").is_leaf());
+}
+
+TEST_CASE("sinfo: partitions with nodes in several states", "[slurm]") {
+  auto idle = parse_sinfo(captured_stdout("sinfo_idle"));
+  REQUIRE(idle.size() == 1);
+  CHECK(idle[0].name == "debug");
+  CHECK(idle[0].is_default);
+  CHECK(idle[0].is_up());
+  CHECK(idle[0].total_nodes == 4);
+  CHECK(idle[0].nodes_by_state.at("idle") == 4);
+
+  auto busy = parse_sinfo(captured_stdout("sinfo_busy"));
+  REQUIRE(busy.size() == 1);  // two lines, one partition
+  CHECK(busy[0].total_nodes == 4);
+  CHECK(busy[0].nodes.size() == 4);
+  CHECK(busy[0].nodes_by_state.at("mixed") == 3);
+  CHECK(busy[0].nodes_by_state.at("allocated") == 1);
+
+  auto drained = parse_sinfo(captured_stdout("sinfo_drained"));
+  REQUIRE(drained.size() == 1);
+  CHECK(drained[0].nodes_by_state.at("drained") == 1);
+
+  auto dead = parse_sinfo(captured_stdout("sinfo_not_responding"));
+  REQUIRE(dead.size() == 1);
+  CHECK(dead[0].total_nodes == 4);
+  CHECK(dead[0].nodes_by_state.count("down*") == 1);  // '*': not responding
+  CHECK_THROWS_AS(parse_sinfo("debug|debug*|up|4\n"), SlurmError);
+}
+
+TEST_CASE("scontrol show node: states, flags and reasons", "[slurm]") {
+  auto busy = parse_nodes(captured_stdout("scontrol_nodes_busy"));
+  REQUIRE(busy.size() == 4);
+  CHECK(busy[0].name == "node1");
+  CHECK(busy[0].address == "198.18.0.11");
+  CHECK(busy[0].hostname == "node1");
+  CHECK(busy[0].cpus == 2);
+  CHECK(busy[0].partitions == std::vector<std::string>{"debug"});
+  for (auto& n : busy) CHECK(n.usable());
+
+  auto drained = parse_nodes(captured_stdout("scontrol_node_drained"));
+  REQUIRE(drained.size() == 1);
+  CHECK(drained[0].state == "IDLE+DRAIN");
+  CHECK(drained[0].base_state == "IDLE");
+  CHECK(drained[0].drained());
+  CHECK_FALSE(drained[0].usable());
+  CHECK(drained[0].reason == "kiln: slow link");  // without " [root@time]"
+
+  auto dead = parse_nodes(captured_stdout("scontrol_node_not_responding"));
+  REQUIRE(dead.size() == 1);
+  CHECK(dead[0].name == "node3");
+  CHECK(dead[0].base_state == "DOWN");
+  CHECK_FALSE(dead[0].responding());
+  CHECK_FALSE(dead[0].usable());
+  CHECK_FALSE(dead[0].reason.empty());
+
+  auto all = parse_nodes(captured_stdout("scontrol_nodes"));
+  REQUIRE(all.size() == 4);
+  int usable = 0;
+  for (auto& n : all) usable += n.usable() ? 1 : 0;
+  CHECK(usable == 3);
+}

@@ -1,0 +1,306 @@
+#include "worker/link.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "common/auth.hpp"
+
+namespace kiln::worker {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+int ms_until(Clock::time_point t) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
+  return ms < 0 ? 0 : static_cast<int>(std::min<long long>(ms, 1000));
+}
+
+// One attempt to open a TCP connection; returns the fd or -1 with errno-like text in `why`.
+int try_connect(const net::Endpoint& ep, std::string& why) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int rc = ::getaddrinfo(ep.host.c_str(), std::to_string(ep.port).c_str(), &hints, &res);
+  if (rc != 0) {
+    why = std::string("cannot resolve ") + ep.host + ": " + gai_strerror(rc);
+    return -1;
+  }
+  int fd = -1;
+  for (auto* a = res; a; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+    why = std::strerror(errno);
+    ::close(fd);
+    fd = -1;
+  }
+  ::freeaddrinfo(res);
+  if (fd >= 0) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  return fd;
+}
+}  // namespace
+
+CoordinatorLink::CoordinatorLink(net::Endpoint coordinator, std::string secret, LinkIdentity who)
+    : coordinator_(std::move(coordinator)), secret_(std::move(secret)), who_(std::move(who)) {}
+
+CoordinatorLink::~CoordinatorLink() {
+  close();
+  if (wake_[0] >= 0) ::close(wake_[0]);
+  if (wake_[1] >= 0) ::close(wake_[1]);
+}
+
+void CoordinatorLink::write_all_blocking(const std::string& bytes, Clock::time_point deadline) {
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    pollfd p{fd_, POLLOUT, 0};
+    if (::poll(&p, 1, ms_until(deadline)) <= 0) {
+      if (Clock::now() >= deadline) throw LinkError("timed out writing to the coordinator");
+      continue;
+    }
+    const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      throw LinkError(std::string("write to the coordinator failed: ") + std::strerror(errno));
+    }
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+nlohmann::json CoordinatorLink::read_one_blocking(Clock::time_point deadline) {
+  char buf[8192];
+  for (;;) {
+    if (auto m = decoder_.next()) return *m;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, ms_until(deadline)) <= 0) {
+      if (Clock::now() >= deadline) throw LinkError("timed out waiting for the coordinator");
+      continue;
+    }
+    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n == 0) throw LinkError("the coordinator closed the connection");
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      throw LinkError(std::string("read from the coordinator failed: ") + std::strerror(errno));
+    }
+    decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+  }
+}
+
+void CoordinatorLink::connect(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  std::string why;
+  for (;;) {
+    fd_ = try_connect(coordinator_, why);
+    if (fd_ >= 0) break;
+    if (Clock::now() + std::chrono::milliseconds(250) >= deadline)
+      throw LinkError("cannot reach the coordinator at " + coordinator_.str() + ": " + why);
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  const auto hs_deadline = Clock::now() + std::chrono::seconds(15);
+  auto first = read_one_blocking(hs_deadline);
+  if (proto::type_of(first) == proto::MsgType::Error) {
+    auto e = proto::unwrap<proto::Error>(first);
+    throw LinkError("the coordinator refused us: " + e.message);
+  }
+  auto ch = proto::unwrap<proto::Challenge>(first);
+  if (ch.version != proto::kProtocolVersion)
+    throw LinkError("the coordinator speaks protocol " + std::to_string(ch.version) + ", this worker " +
+                    std::to_string(proto::kProtocolVersion));
+  proto::Hello h;
+  h.rank = who_.rank;
+  h.world_size = who_.world_size;
+  h.host = who_.host;
+  h.info = who_.info;
+  h.client_nonce = auth::random_hex(32);
+  h.mac = auth::hello_mac(secret_, ch.nonce, h.client_nonce, h.rank);
+  write_all_blocking(proto::encode_frame(proto::wrap(h)), hs_deadline);
+  auto reply = read_one_blocking(hs_deadline);
+  if (proto::type_of(reply) == proto::MsgType::Error) {
+    auto e = proto::unwrap<proto::Error>(reply);
+    throw LinkError("the coordinator refused us (" + e.code + "): " + e.message);
+  }
+  auto w = proto::unwrap<proto::Welcome>(reply);
+  if (!auth::equal_constant_time(w.mac, auth::welcome_mac(secret_, ch.nonce, h.client_nonce)))
+    throw LinkError("the coordinator at " + coordinator_.str() + " failed to prove it knows the campaign secret");
+  run_id_ = w.run_id;
+  heartbeat_s_ = w.heartbeat_s > 0 ? w.heartbeat_s : 2.0;
+  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+  if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) throw LinkError("pipe failed");
+}
+
+void CoordinatorLink::start() { thread_ = std::thread([this] { io_loop(); }); }
+
+void CoordinatorLink::fail(const std::string& why) {
+  {
+    std::lock_guard lk(mu_);
+    if (close_reason_.empty()) close_reason_ = why;
+  }
+  closed_ = true;
+  cv_.notify_all();
+}
+
+void CoordinatorLink::io_loop() {
+  // Frames that arrived together with the welcome are already in the decoder.
+  try {
+    while (auto m = decoder_.next()) {
+      std::lock_guard lk(mu_);
+      inbox_.push_back(std::move(*m));
+      cv_.notify_all();
+    }
+  } catch (const std::exception& e) {
+    fail(std::string("bad message from the coordinator: ") + e.what());
+    return;
+  }
+  auto next_beat = Clock::now();
+  std::string pending;  // bytes of the frame being written
+  char buf[16384];
+  while (!stopping_) {
+    if (Clock::now() >= next_beat) {
+      std::lock_guard lk(mu_);
+      outbox_.push_back(proto::encode_frame(proto::wrap(proto::Heartbeat{
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()})));
+      next_beat = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(heartbeat_s_));
+    }
+    if (pending.empty()) {
+      std::lock_guard lk(mu_);
+      while (!outbox_.empty() && pending.size() < (1u << 20)) {
+        pending += outbox_.front();
+        outbox_.pop_front();
+      }
+    }
+    pollfd p[2] = {{fd_, static_cast<short>(POLLIN | (pending.empty() ? 0 : POLLOUT)), 0}, {wake_[0], POLLIN, 0}};
+    const int rc = ::poll(p, 2, 200);
+    if (rc < 0 && errno != EINTR) {
+      fail(std::string("poll failed: ") + std::strerror(errno));
+      return;
+    }
+    if (p[1].revents & POLLIN) {
+      char drain[64];
+      while (::read(wake_[0], drain, sizeof drain) > 0) {
+      }
+    }
+    if (!pending.empty() && (p[0].revents & POLLOUT)) {
+      const ssize_t n = ::send(fd_, pending.data(), pending.size(), MSG_NOSIGNAL);
+      if (n > 0) pending.erase(0, static_cast<std::size_t>(n));
+      else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        fail(std::string("write to the coordinator failed: ") + std::strerror(errno));
+        return;
+      }
+    }
+    if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n == 0) {
+        fail("the coordinator closed the connection");
+        return;
+      }
+      if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        fail(std::string("read from the coordinator failed: ") + std::strerror(errno));
+        return;
+      }
+      if (n > 0) {
+        try {
+          decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+          while (auto m = decoder_.next()) {
+            const auto t = proto::type_of(*m);
+            std::lock_guard lk(mu_);
+            if (t == proto::MsgType::Ack) {
+              unacked_.erase(m->at("seq").get<std::uint64_t>());
+            } else if (t == proto::MsgType::Error) {
+              close_reason_ = "coordinator error: " + m->value("message", std::string("?"));
+              inbox_.push_back(std::move(*m));
+            } else {
+              inbox_.push_back(std::move(*m));
+            }
+            cv_.notify_all();
+          }
+        } catch (const std::exception& e) {
+          fail(std::string("bad message from the coordinator: ") + e.what());
+          return;
+        }
+      }
+    }
+  }
+  // Flush what is left before closing (best effort, bounded).
+  const auto until = Clock::now() + std::chrono::seconds(5);
+  {
+    std::lock_guard lk(mu_);
+    while (!outbox_.empty()) {
+      pending += outbox_.front();
+      outbox_.pop_front();
+    }
+  }
+  while (!pending.empty() && Clock::now() < until) {
+    pollfd p{fd_, POLLOUT, 0};
+    if (::poll(&p, 1, 100) > 0) {
+      const ssize_t n = ::send(fd_, pending.data(), pending.size(), MSG_NOSIGNAL);
+      if (n > 0) pending.erase(0, static_cast<std::size_t>(n));
+      else if (n < 0 && errno != EAGAIN) break;
+    }
+  }
+}
+
+std::optional<nlohmann::json> CoordinatorLink::next_command(Clock::time_point deadline) {
+  std::unique_lock lk(mu_);
+  cv_.wait_until(lk, deadline, [&] { return !inbox_.empty() || closed_; });
+  if (inbox_.empty()) return std::nullopt;
+  auto m = std::move(inbox_.front());
+  inbox_.pop_front();
+  return m;
+}
+
+void CoordinatorLink::send(const nlohmann::json& msg) {
+  auto frame = proto::encode_frame(msg);
+  {
+    std::lock_guard lk(mu_);
+    outbox_.push_back(std::move(frame));
+  }
+  if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
+}
+
+std::uint64_t CoordinatorLink::send_result(const Result& r) {
+  const std::uint64_t seq = ++seq_;
+  {
+    std::lock_guard lk(mu_);
+    unacked_.insert(seq);
+  }
+  send(proto::wrap(proto::ResultMsg{seq, r}));
+  return seq;
+}
+
+bool CoordinatorLink::wait_acked(Clock::time_point deadline) {
+  std::unique_lock lk(mu_);
+  return cv_.wait_until(lk, deadline, [&] { return unacked_.empty() || closed_; }) && unacked_.empty();
+}
+
+void CoordinatorLink::close() {
+  stopping_ = true;
+  if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
+  if (thread_.joinable()) thread_.join();
+  if (fd_ >= 0) {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    fd_ = -1;
+  }
+  closed_ = true;
+  cv_.notify_all();
+}
+
+std::string CoordinatorLink::close_reason() const {
+  std::lock_guard lk(mu_);
+  return close_reason_;
+}
+
+}  // namespace kiln::worker

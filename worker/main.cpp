@@ -1,0 +1,193 @@
+// kiln-worker: started on every node by mpirun or sbatch. Connects to the coordinator, proves it
+// knows the campaign secret, then runs the rounds it is sent and streams every result back.
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <mutex>
+
+#include "common/auth.hpp"
+#include "common/net.hpp"
+#include "worker/link.hpp"
+#include "worker/node_info.hpp"
+#include "worker/runner.hpp"
+
+namespace po = boost::program_options;
+using namespace kiln;
+using namespace kiln::worker;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Config {
+  std::string coordinator;
+  std::string secret_file;
+  double connect_timeout = 60;
+  bool standalone = false;
+  bool list_tests = false;
+  std::string tests = "host.inventory,mpi.all_reduce";
+  std::string params;
+  double deadline = 120;
+};
+
+// KILN_<NAME> sets --<name> (dashes as underscores); other KILN_ variables are left alone.
+std::function<std::string(std::string)> env_mapper(const po::options_description& desc) {
+  return [&desc](const std::string& env) -> std::string {
+    if (env.rfind("KILN_", 0) != 0) return {};
+    std::string name = env.substr(5);
+    for (auto& c : name) c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return desc.find_nothrow(name, false) ? name : std::string();
+  };
+}
+
+// Exits this rank with a one-line reason. Under mpirun a non-zero exit ends the whole job,
+// which is what we want when a rank cannot take part.
+[[noreturn]] void die(int rank, const std::string& msg, int code = 2) {
+  std::fprintf(stderr, "kiln-worker[%d]: error: %s\n", rank, msg.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::exit(code);
+}
+
+int run_standalone(const Config& c, const NodeInfo& node, const Faults& faults) {
+  nlohmann::json params = nlohmann::json::object();
+  if (!c.params.empty()) {
+    params = nlohmann::json::parse(c.params, nullptr, false);
+    if (params.is_discarded() || !params.is_object()) die(node.world_rank, "--params is not a JSON object");
+  }
+  proto::Round round;
+  round.id = 1;
+  round.deadline_s = c.deadline;
+  std::vector<int> all(static_cast<std::size_t>(node.world_size));
+  for (int i = 0; i < node.world_size; ++i) all[static_cast<std::size_t>(i)] = i;
+  round.groups = {all};
+  std::size_t start = 0;
+  while (start <= c.tests.size()) {
+    auto comma = c.tests.find(',', start);
+    auto key = c.tests.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!key.empty()) round.tests.push_back({key, params.contains(key) ? params[key] : params});
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  int worst = 0;
+  Runner runner(node, faults, [&](const Result& r) {
+    const std::string line = nlohmann::json(r).dump() + "\n";
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fflush(stdout);
+    if (r.status == Status::Fail || r.status == Status::Error || r.status == Status::Timeout) worst = 1;
+  });
+  runner.run_round(round);
+  return worst;
+}
+
+int run_connected(const Config& c, const NodeInfo& node, const Faults& faults) {
+  const int rank = node.world_rank;
+  if (c.coordinator.empty()) die(rank, "no coordinator address: set KILN_COORDINATOR or --coordinator (or use --standalone)");
+  if (c.secret_file.empty()) die(rank, "no secret file: set KILN_SECRET_FILE or --secret-file");
+  net::Endpoint ep;
+  std::string secret;
+  try {
+    ep = net::parse_endpoint(c.coordinator);
+    secret = auth::read_secret_file(c.secret_file);
+  } catch (const std::exception& e) {
+    die(rank, e.what());
+  }
+  CoordinatorLink link(ep, secret, LinkIdentity{rank, node.world_size, node.host, to_json(node)});
+  try {
+    link.connect(std::chrono::milliseconds(static_cast<long long>(c.connect_timeout * 1000)));
+  } catch (const std::exception& e) {
+    die(rank, e.what());
+  }
+  link.start();
+  Runner runner(node, faults, [&](const Result& r) { link.send_result(r); });
+  const bool debug = std::getenv("KILN_DEBUG") != nullptr;
+  for (;;) {
+    auto cmd = link.next_command(Clock::now() + std::chrono::seconds(1));
+    if (!cmd) {
+      if (link.closed()) die(rank, "lost the coordinator: " + link.close_reason(), 3);
+      continue;
+    }
+    proto::MsgType t;
+    try {
+      t = proto::type_of(*cmd);
+    } catch (const std::exception& e) {
+      die(rank, std::string("bad command from the coordinator: ") + e.what());
+    }
+    if (t == proto::MsgType::Bye) break;
+    if (t == proto::MsgType::Error) die(rank, "the coordinator ended the campaign: " + cmd->value("message", std::string("?")));
+    if (t != proto::MsgType::Round) continue;
+    proto::Round round;
+    try {
+      round = proto::unwrap<proto::Round>(*cmd);
+    } catch (const std::exception& e) {
+      link.send(proto::wrap(proto::Error{"bad_round", e.what()}));
+      continue;
+    }
+    if (debug) std::fprintf(stderr, "kiln-worker[%d]: round %lld received\n", rank, static_cast<long long>(round.id));
+    runner.run_round(round);
+    link.send(proto::wrap(proto::Done{round.id, rank, link.last_seq()}));
+    if (debug) std::fprintf(stderr, "kiln-worker[%d]: round %lld done\n", rank, static_cast<long long>(round.id));
+  }
+  // Nothing lost: leave only once every result is on the coordinator's disk.
+  if (!link.wait_acked(Clock::now() + std::chrono::seconds(30)))
+    std::fprintf(stderr, "kiln-worker[%d]: warning: not every result was acknowledged before exit\n", rank);
+  link.send(proto::wrap(proto::Bye{"done"}));
+  link.close();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config c;
+  po::options_description desc(
+      "usage: kiln-worker [options]\n\nThe kiln worker: started by `kiln run` (through mpirun or sbatch) on every node.\n"
+      "It reads KILN_COORDINATOR and KILN_SECRET_FILE from the environment. With --standalone it\n"
+      "runs tests without a coordinator and prints one JSON result per line.\n\noptions");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("coordinator", po::value(&c.coordinator), "HOST:PORT of the coordinator (env KILN_COORDINATOR)")
+      ("secret-file", po::value(&c.secret_file), "campaign secret file (env KILN_SECRET_FILE)")
+      ("connect-timeout", po::value(&c.connect_timeout)->default_value(c.connect_timeout), "seconds to keep trying to connect")
+      ("standalone", po::bool_switch(&c.standalone), "run --tests without a coordinator, results as JSON lines on stdout")
+      ("tests", po::value(&c.tests)->default_value(c.tests), "tests for --standalone (comma-separated keys)")
+      ("params", po::value(&c.params), "JSON parameters for --standalone: {\"key\": {...}} or one object for all")
+      ("deadline", po::value(&c.deadline)->default_value(c.deadline), "seconds per test for --standalone")
+      ("list-tests", po::bool_switch(&c.list_tests), "list the tests this build knows and exit");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    po::store(po::parse_environment(desc, env_mapper(desc)), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "kiln-worker: error: %s (see kiln-worker --help)\n", e.what());
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (c.list_tests) {
+    for (const auto& k : Registry::instance().keys())
+      std::cout << k << "  " << Registry::instance().create(k)->description() << "\n";
+    return 0;
+  }
+  int provided = 0;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+    std::fprintf(stderr, "kiln-worker: error: MPI_Init failed\n");
+    return 2;
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  const NodeInfo node = gather_node_info();
+  Faults faults;
+  try {
+    faults = faults_from_env();
+  } catch (const std::exception& e) {
+    die(node.world_rank, e.what());
+  }
+  const int rc = c.standalone ? run_standalone(c, node, faults) : run_connected(c, node, faults);
+  MPI_Finalize();
+  return rc;
+}

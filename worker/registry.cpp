@@ -1,0 +1,29 @@
+#include <algorithm>
+
+#include "worker/test.hpp"
+
+namespace kiln::worker {
+
+Registry& Registry::instance() {
+  static Registry r;
+  return r;
+}
+
+void Registry::add(Factory f) { factories_.push_back(std::move(f)); }
+
+std::unique_ptr<Test> Registry::create(const std::string& key) const {
+  for (const auto& f : factories_) {
+    auto t = f();
+    if (t->key() == key) return t;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Registry::keys() const {
+  std::vector<std::string> out;
+  for (const auto& f : factories_) out.push_back(f()->key());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace kiln::worker

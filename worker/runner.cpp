@@ -1,0 +1,165 @@
+#include "worker/runner.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "common/check.hpp"
+
+namespace kiln::worker {
+
+using Clock = std::chrono::steady_clock;
+
+Faults faults_from_env() {
+  Faults f;
+  if (const char* s = std::getenv("KILN_FAULT"); s && *s) {
+    f.spec = nlohmann::json::parse(s, nullptr, false);
+    if (f.spec.is_discarded() || !f.spec.is_object())
+      throw std::invalid_argument("KILN_FAULT is not a JSON object");
+  }
+  return f;
+}
+
+namespace {
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+int severity_rank(Status s) {
+  switch (s) {
+    case Status::Pass: return 0;
+    case Status::Skip: return 1;
+    case Status::Fail: return 3;
+    case Status::Timeout: return 4;
+    case Status::Error: return 5;
+  }
+  return 5;
+}
+
+// Stamps results with who/when and remembers the worst status the test reported.
+class StampingSink : public ResultSink {
+ public:
+  StampingSink(const NodeInfo& node, const std::string& test, std::int64_t round, int group, Runner::Emit& emit)
+      : node_(node), test_(test), round_(round), group_(group), emit_(emit) {}
+  void emit(Result r) override {
+    if (r.test.empty()) r.test = test_;
+    r.host = node_.host;
+    r.rank = node_.world_rank;
+    r.round_id = round_;
+    if (r.group_id < 0) r.group_id = group_;
+    if (r.entity.kind.empty()) r.entity = {"rank", std::to_string(node_.world_rank)};
+    if (r.ts == 0.0) r.ts = now_unix();
+    if (severity_rank(r.status) > severity_rank(worst_) && r.status != Status::Skip) worst_ = r.status;
+    ++count_;
+    emit_(r);
+  }
+  Status worst() const { return worst_; }
+  std::size_t count() const { return count_; }
+
+ private:
+  const NodeInfo& node_;
+  std::string test_;
+  std::int64_t round_;
+  int group_;
+  Runner::Emit& emit_;
+  Status worst_ = Status::Pass;
+  std::size_t count_ = 0;
+};
+
+}  // namespace
+
+void Runner::run_round(const proto::Round& round) {
+  for (std::size_t i = 0; i < round.tests.size(); ++i) run_test(round, i);
+}
+
+void Runner::run_test(const proto::Round& round, std::size_t index) {
+  const auto& spec = round.tests[index];
+  auto test = Registry::instance().create(spec.key);
+  auto status_result = [&](Status s, const std::string& reason, double seconds, int group) {
+    Result r;
+    r.test = spec.key;
+    r.metric = "status";
+    r.value = seconds;
+    r.unit = "s";
+    r.status = s;
+    r.reason = reason;
+    StampingSink(node_, spec.key, round.id, group, emit_).emit(r);
+  };
+  if (!test) {
+    status_result(Status::Error, "unknown test '" + spec.key + "' (kiln-worker --list-tests shows the known ones)", 0, -1);
+    return;
+  }
+  const Scope scope = test->scope();
+  if (scope == Scope::PerNode && node_.local_rank != 0) return;  // one rank speaks for the node
+
+  int group_id = -1;
+  std::vector<int> members;
+  if (scope == Scope::Group) {
+    for (std::size_t g = 0; g < round.groups.size(); ++g)
+      if (std::find(round.groups[g].begin(), round.groups[g].end(), node_.world_rank) != round.groups[g].end()) {
+        group_id = static_cast<int>(g);
+        members = round.groups[g];
+      }
+    if (group_id < 0) return;  // this rank sits the round out
+  }
+
+  double deadline_s = spec.params.value("deadline_s", round.deadline_s > 0 ? round.deadline_s : test->default_deadline_s());
+  Context ctx{node_, MPI_COMM_SELF, group_id, 0, 1, members, round.id, spec.params,
+              Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_s)),
+              faults_};
+  MPI_Comm group_comm = MPI_COMM_NULL;
+  if (scope == Scope::Group) {
+    MPI_Group world_group, g;
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Group_incl(world_group, static_cast<int>(members.size()), members.data(), &g);
+    // Collective over the group only: other groups and absent ranks are never waited for.
+    const int tag = static_cast<int>((round.id * 16 + static_cast<std::int64_t>(index)) % 30000);
+    const int rc = MPI_Comm_create_group(MPI_COMM_WORLD, g, tag, &group_comm);
+    MPI_Group_free(&g);
+    MPI_Group_free(&world_group);
+    if (rc != MPI_SUCCESS || group_comm == MPI_COMM_NULL) {
+      status_result(Status::Error, "could not create the group communicator", 0, group_id);
+      return;
+    }
+    MPI_Comm_set_errhandler(group_comm, MPI_ERRORS_RETURN);
+    ctx.comm = group_comm;
+    MPI_Comm_rank(group_comm, &ctx.group_rank);
+    MPI_Comm_size(group_comm, &ctx.group_size);
+  }
+
+  auto reason = test->applicable(node_);
+  if (scope == Scope::Group) {
+    // Every member must agree to run, or none does: a member that skips would leave the rest hung.
+    int can = reason ? 0 : 1, all = 0;
+    MPI_Allreduce(&can, &all, 1, MPI_INT, MPI_MIN, group_comm);
+    if (!reason && !all) reason = "another member of the group cannot run it";
+  }
+  StampingSink sink(node_, spec.key, round.id, group_id, emit_);
+  const auto start = Clock::now();
+  if (reason) {
+    status_result(Status::Skip, *reason, 0, group_id);
+  } else {
+    Status final_status = Status::Pass;
+    std::string why;
+    try {
+      test->run(ctx, sink);
+      final_status = sink.worst();
+      if (final_status != Status::Pass) why = "a measurement did not pass";
+    } catch (const DeadlineExceeded& e) {
+      final_status = Status::Timeout;
+      why = e.what();
+    } catch (const std::exception& e) {
+      final_status = Status::Error;
+      why = e.what();
+    }
+    const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    if (final_status == Status::Pass && secs > deadline_s) {
+      final_status = Status::Timeout;
+      why = "finished after its deadline of " + std::to_string(deadline_s) + " s";
+    }
+    status_result(final_status, why, secs, group_id);
+  }
+  if (group_comm != MPI_COMM_NULL) MPI_Comm_free(&group_comm);
+}
+
+}  // namespace kiln::worker

@@ -1,0 +1,27 @@
+// Runs the tests of a round on this rank: builds group communicators, applies the SKIP rules,
+// enforces deadlines, turns exceptions into ERROR/TIMEOUT results, and stamps every result.
+#pragma once
+
+#include <functional>
+
+#include "common/protocol.hpp"
+#include "worker/test.hpp"
+
+namespace kiln::worker {
+
+Faults faults_from_env();  // parses KILN_FAULT (a JSON object); throws on malformed JSON
+
+class Runner {
+ public:
+  using Emit = std::function<void(const Result&)>;
+  Runner(const NodeInfo& node, const Faults& faults, Emit emit) : node_(node), faults_(faults), emit_(std::move(emit)) {}
+  void run_round(const proto::Round& round);
+
+ private:
+  void run_test(const proto::Round& round, std::size_t index);
+  const NodeInfo& node_;
+  const Faults& faults_;
+  Emit emit_;
+};
+
+}  // namespace kiln::worker
