@@ -313,7 +313,8 @@ nlohmann::json Campaign::report(const std::string& verdict, const std::string& e
                            {"by_test", by_test.empty() ? json::object() : json(by_test)}}},
               {"rounds", rounds},
               {"findings", verdict == "error" && !error.empty() ? json::array() : json(findings())},
-              {"rejected_connections", rejected_}};
+              {"rejected_connections", rejected_},
+              {"localization", localization_}};
   if (!error.empty()) rep["error"] = error;
   if (launch_end_) rep["launch"] = {{"ok", launch_end_->ok}, {"state", launch_end_->state}};
   return rep;
@@ -412,7 +413,8 @@ int Campaign::run() {
       why = "the " + launcher_.name() + " job ended (" + launch_end_->state + ") before all workers connected";
     else
       why = "only " + std::to_string(live_ranks().size()) + " of " + std::to_string(opts_.ranks) +
-            " workers connected within " + std::to_string(static_cast<int>(opts_.connect_timeout_s)) + " s";
+            " workers connected within " + std::to_string(static_cast<int>(opts_.connect_timeout_s)) + " s" +
+          (launcher_.progress().empty() ? "" : " (" + launcher_.progress() + ")");  // e.g. job 7 PENDING (Resources)
     if (live_ranks().empty()) {
       launch_end_ = launcher_.finish(std::chrono::seconds(2));
       write_report_and_summary("error", why + " (see " + (opts_.out / "workers.log").string() + ")");
@@ -425,7 +427,23 @@ int Campaign::run() {
     round.tests = {t};
     round.deadline_s = opts_.test_deadline_s;
     run_round(round, "");
-    if (launch_end_ && !launch_end_->ok) break;
+    if ((launch_end_ && !launch_end_->ok) || live_ranks().empty()) break;  // nobody left to run it
+  }
+  if (opts_.localize && !(launch_end_ && !launch_end_->ok)) {
+    auto [found, section] = opts_.localize(*this);
+    extra_findings_.insert(extra_findings_.end(), found.begin(), found.end());
+    localization_ = std::move(section);
+  }
+  // Every rank gone before our bye: the job ended under us (scancel, a node failure, a time
+  // limit). The launcher may see that a poll or two later; wait briefly so the report says so.
+  for (const auto until = Clock::now() + std::chrono::seconds(10);
+       !launch_end_ && live_ranks().empty() && Clock::now() < until;)
+    pump(std::min(until, Clock::now() + std::chrono::milliseconds(200)));
+  if (launch_end_ && !launch_end_->ok) {
+    say_goodbye();
+    write_report_and_summary("error", "the " + launcher_.name() +
+                                          " job ended before the campaign finished: " + launch_end_->state);
+    return 2;
   }
   say_goodbye();
   const auto fs_ = findings();

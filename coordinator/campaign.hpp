@@ -33,6 +33,8 @@ struct CampaignOptions {
   std::vector<std::string> launcher_args;
   bool quiet = false;
   std::vector<std::string> expected_nodes;  // when known (SLURM), for missing-node findings
+  // The localization phase, run after the test plan: returns its findings and its report section.
+  std::function<std::pair<std::vector<Finding>, nlohmann::json>(class Campaign&)> localize;
 };
 
 struct RankState {
@@ -97,6 +99,7 @@ class Campaign {
   std::chrono::system_clock::time_point started_;
   std::uint64_t rejected_ = 0;
   std::int64_t next_round_id_ = 1;
+  nlohmann::json localization_ = nullptr;
   bool ending_ = false;
 };
 

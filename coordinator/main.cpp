@@ -10,13 +10,17 @@
 #include <functional>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include "common/auth.hpp"
 #include "common/hostlist.hpp"
 #include "common/net.hpp"
 #include "coordinator/campaign.hpp"
+#include "coordinator/analysis/simulate.hpp"
 #include "coordinator/launcher.hpp"
+#include "coordinator/localize.hpp"
+#include "coordinator/slurm_launcher.hpp"
 #include "coordinator/store.hpp"
 
 namespace po = boost::program_options;
@@ -31,6 +35,7 @@ usage: kiln <command> [options]
 
 commands:
   run        launch kiln-worker on the nodes and run a campaign
+  simulate   run the localization planner against a model cluster
   version    print the version
 
 `kiln <command> --help` describes each command. Exit codes: 0 all passed, 1 findings,
@@ -79,9 +84,12 @@ struct RunConfig {
   double connect_timeout = 60;
   std::vector<std::string> mpirun_args;
   bool quiet = false;
+  coord::LocalizeOptions localize;
   std::string nodelist;
   std::string partition;
   int nodes = 0;
+  std::string job_template;
+  std::vector<std::string> sbatch_args;
 };
 
 int cmd_run(const std::vector<std::string>& args) {
@@ -93,14 +101,19 @@ int cmd_run(const std::vector<std::string>& args) {
       ("help,h", "show this help")
       ("launcher", po::value(&c.launcher)->default_value(c.launcher),
        "how workers start: local (mpirun on this host), none (start kiln-worker yourself with the printed "
-       "address and secret), auto (local)")
+       "address and secret), slurm (sbatch; one rank per node), auto (slurm when sbatch is on PATH, else local; "
+       "--ranks without --nodes/--nodelist/--partition means local)")
       ("ranks,n", po::value(&c.ranks)->default_value(c.ranks), "number of worker ranks (local/none launchers)")
       ("nodelist,w", po::value(&c.nodelist), "SLURM hostlist to run on, e.g. gpu[001-004,010]")
       ("partition,p", po::value(&c.partition), "SLURM partition")
       ("nodes,N", po::value(&c.nodes), "number of SLURM nodes")
+      ("job-template", po::value(&c.job_template), "sbatch template for the slurm launcher (default: jobs/burnin.sbatch.in)")
+      ("sbatch-arg", po::value(&c.sbatch_args)->composing(),
+       "extra sbatch option for the slurm launcher, e.g. --sbatch-arg=--time=02:00:00 (repeatable)")
       ("out,o", po::value(&c.out), "run directory (default: kiln-runs/RUN_ID)")
-      ("listen", po::value(&c.listen), "ADDR:PORT to listen on (default 127.0.0.1:0 for the local launcher; port 0 = any)")
-      ("advertise", po::value(&c.advertise), "host name or address workers dial (default: the listen address)")
+      ("listen", po::value(&c.listen), "ADDR:PORT to listen on (default 127.0.0.1:0 for local, 0.0.0.0:0 for slurm; port 0 = any)")
+      ("advertise", po::value(&c.advertise), "host name or address workers dial (default: the listen address; for slurm on 0.0.0.0, this host's "
+       "address on the route to the first compute node)")
       ("worker", po::value(&c.worker), "path to kiln-worker (default: next to kiln)")
       ("tests", po::value(&c.tests)->default_value(c.tests), "comma-separated test keys, one round each")
       ("params", po::value(&c.params), "JSON object of per-test parameters, e.g. '{\"mpi.all_reduce\":{\"max_bytes\":1048576}}'")
@@ -108,7 +121,21 @@ int cmd_run(const std::vector<std::string>& args) {
       ("connect-timeout", po::value(&c.connect_timeout)->default_value(c.connect_timeout),
        "seconds to wait for all workers to connect")
       ("mpirun-arg", po::value(&c.mpirun_args)->composing(), "extra argument for mpirun (repeatable)")
-      ("quiet,q", po::bool_switch(&c.quiet), "no progress lines on stderr");
+      ("quiet,q", po::bool_switch(&c.quiet), "no progress lines on stderr")
+      ("localize-by", po::value(&c.localize.by)->default_value(c.localize.by),
+       "find slow units after the plan: node, rank, off, or auto (node when there are 2+ nodes)")
+      ("localize-test", po::value(&c.localize.test)->default_value(c.localize.test),
+       "group test the localization rounds run (it must load every link of its group)")
+      ("localize-bytes", po::value(&c.localize.size_bytes)->default_value(c.localize.size_bytes),
+       "bytes each rank sends per operation in localization rounds")
+      ("localize-deadline", po::value(&c.localize.deadline_s)->default_value(c.localize.deadline_s),
+       "seconds a localization group may take before it counts as slow")
+      ("localize-mode", po::value(&c.localize.mode)->default_value(c.localize.mode),
+       "adaptive (group testing, O(log N) rounds) or full (every pair, circle method, with retests)")
+      ("slow-cutoff", po::value(&c.localize.rel_cutoff)->default_value(c.localize.rel_cutoff),
+       "a group is slow below this fraction of the expected figure (peers' median or spec)")
+      ("votes", po::value(&c.localize.votes)->default_value(c.localize.votes),
+       "independent slow observations needed before a node or link finding");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -129,13 +156,27 @@ int cmd_run(const std::vector<std::string>& args) {
       return fail(std::string("--nodelist: ") + e.what());
     }
   }
-  if (c.launcher == "auto") c.launcher = "local";
-  if (c.launcher == "local" && (!hosts.empty() || !c.partition.empty() || c.nodes > 0))
-    return fail("--nodelist, --partition and --nodes need the slurm launcher (this build's launchers: local, none)");
-  if (c.launcher != "local" && c.launcher != "none") return fail("unknown launcher '" + c.launcher + "' (want local, none or auto)");
+  const bool slurm_nodes = !hosts.empty() || !c.partition.empty() || vm.count("nodes");
+  // auto: SLURM where sbatch is installed or a node set is asked for; --ranks alone asks for
+  // ranks on this host.
+  if (c.launcher == "auto")
+    c.launcher = slurm_nodes || (coord::on_path("sbatch") && vm["ranks"].defaulted()) ? "slurm" : "local";
+  if (c.launcher != "local" && c.launcher != "none" && c.launcher != "slurm")
+    return fail("unknown launcher '" + c.launcher + "' (want local, slurm, none or auto)");
+  if (c.launcher != "slurm" && slurm_nodes)
+    return fail("--nodelist, --partition and --nodes need the slurm launcher (got --launcher " + c.launcher + ")");
+  if (c.launcher == "slurm" && !coord::on_path("sbatch"))
+    return fail("the slurm launcher needs sbatch, which is not on PATH (install SLURM's client commands or use --launcher local)");
   if (c.ranks < 1) return fail("--ranks must be at least 1 (got " + std::to_string(c.ranks) + ")");
   if (c.ranks > 4096) return fail("--ranks " + std::to_string(c.ranks) + " is more than the local launcher supports (4096)");
   if (c.deadline <= 0) return fail("--deadline must be positive");
+  if (c.localize.by != "auto" && c.localize.by != "node" && c.localize.by != "rank" && c.localize.by != "off")
+    return fail("--localize-by must be node, rank, off or auto (got '" + c.localize.by + "')");
+  if (c.localize.mode != "adaptive" && c.localize.mode != "full")
+    return fail("--localize-mode must be adaptive or full (got '" + c.localize.mode + "')");
+  if (c.localize.votes < 1) return fail("--votes must be at least 1");
+  if (c.localize.rel_cutoff <= 0 || c.localize.rel_cutoff >= 1) return fail("--slow-cutoff must be between 0 and 1");
+  if (c.localize.size_bytes < 1) return fail("--localize-bytes must be positive");
   if (c.connect_timeout <= 0) return fail("--connect-timeout must be positive");
 
   coord::CampaignOptions o;
@@ -146,11 +187,24 @@ int cmd_run(const std::vector<std::string>& args) {
   o.quiet = c.quiet;
   o.launcher_args = c.mpirun_args;
   try {
-    o.listen = net::parse_endpoint(c.listen.empty() ? "127.0.0.1:0" : c.listen, /*allow_zero=*/true);
+    const char* default_listen = c.launcher == "slurm" ? "0.0.0.0:0" : "127.0.0.1:0";
+    o.listen = net::parse_endpoint(c.listen.empty() ? default_listen : c.listen, /*allow_zero=*/true);
   } catch (const std::exception& e) {
     return fail(std::string("--listen: ") + e.what());
   }
   o.advertise_host = c.advertise;
+  o.localize = [lo = c.localize](coord::Campaign& camp) {
+    auto out = coord::localize(camp, lo);
+    nlohmann::json section = {{"ran", out.ran},
+                              {"by", lo.by},
+                              {"test", lo.test},
+                              {"size_bytes", lo.size_bytes},
+                              {"units", out.units},
+                              {"rounds", out.rounds},
+                              {"story", out.story}};
+    if (!out.skipped_because.empty()) section["skipped_because"] = out.skipped_because;
+    return std::make_pair(out.findings, section);
+  };
   nlohmann::json params = nlohmann::json::object();
   if (!c.params.empty()) {
     params = nlohmann::json::parse(c.params, nullptr, false);
@@ -167,7 +221,38 @@ int cmd_run(const std::vector<std::string>& args) {
     start = comma + 1;
   }
   o.worker = c.worker.empty() ? self_dir() / "kiln-worker" : fs::path(c.worker);
-  if (c.launcher == "local" && !fs::exists(o.worker)) return fail("worker binary " + o.worker.string() + " not found (use --worker)");
+  if (c.launcher != "none" && !fs::exists(o.worker)) return fail("worker binary " + o.worker.string() + " not found (use --worker)");
+  // SLURM: check the request against the cluster before the run directory is written.
+  slurm::ProcessRunner slurm_runner;
+  std::optional<coord::SlurmPlan> slurm_plan;
+  if (c.launcher == "slurm") {
+    coord::SlurmJobRequest req;
+    req.partition = c.partition;
+    req.nodes = c.nodes;
+    req.nodelist = hosts;
+    req.ranks = vm["ranks"].defaulted() ? 0 : c.ranks;
+#ifdef KILN_JOBS_DIR
+    req.job_template = c.job_template.empty() ? fs::path(KILN_JOBS_DIR) / "burnin.sbatch.in" : fs::path(c.job_template);
+#else
+    req.job_template = c.job_template.empty() ? self_dir() / "../share/kiln/jobs/burnin.sbatch.in" : fs::path(c.job_template);
+#endif
+    try {
+      slurm::SlurmClient client(slurm_runner);
+      slurm_plan = coord::SlurmLauncher::validate(client, req);
+    } catch (const coord::SlurmRequestError& e) {
+      return fail(e.what());
+    } catch (const std::exception& e) {
+      return fail(std::string("cannot ask SLURM about the request: ") + e.what());
+    }
+    for (const auto& w : slurm_plan->warnings) spdlog::warn("{}", w);
+    o.ranks = slurm_plan->ranks();
+    o.expected_nodes = slurm_plan->nodelist;
+    o.launcher_args.clear();  // --mpirun-arg is for the local launcher
+    o.worker = fs::absolute(o.worker);
+    if (o.advertise_host.empty() && (o.listen.host == "0.0.0.0" || o.listen.host == "::"))
+      o.advertise_host = coord::reachable_address(slurm_plan->node_addresses);
+    c.job_template = req.job_template.string();
+  }
   o.out = c.out.empty() ? fs::path("kiln-runs") / o.run_id : fs::path(c.out);
   try {
     coord::prepare_run_dir(o.out);
@@ -179,6 +264,9 @@ int cmd_run(const std::vector<std::string>& args) {
   std::unique_ptr<coord::Launcher> launcher;
   if (c.launcher == "local")
     launcher = std::make_unique<coord::LocalLauncher>();
+  else if (c.launcher == "slurm")
+    launcher = std::make_unique<coord::SlurmLauncher>(*slurm_plan, c.job_template, "kiln-" + o.run_id, c.sbatch_args,
+                                                      slurm_runner);
   else
     launcher = std::make_unique<coord::ExternalLauncher>();
   try {
@@ -187,6 +275,43 @@ int cmd_run(const std::vector<std::string>& args) {
       std::cerr << "kiln: start the workers with KILN_COORDINATOR from " << (o.out / "campaign.json").string()
                 << " and KILN_SECRET_FILE=" << fs::absolute(o.out / "secret").string() << std::endl;
     return campaign.run();
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}
+
+int cmd_simulate(const std::vector<std::string>& args) {
+  analysis::SimulateOptions o;
+  po::options_description desc(
+      "usage: kiln simulate [options]\n\nRuns the localization planner against a model cluster (a group's time is set by\n"
+      "its slowest member and link, times noise) and reports rounds, tests, modelled time,\n"
+      "precision and recall next to the circle method (every pair).\n\noptions");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("nodes", po::value(&o.nodes)->default_value(o.nodes), "nodes in the model cluster")
+      ("bad-nodes", po::value(&o.bad_nodes)->default_value(o.bad_nodes), "slow nodes to plant")
+      ("bad-links", po::value(&o.bad_links)->default_value(o.bad_links), "slow links to plant")
+      ("noise", po::value(&o.noise)->default_value(o.noise), "relative sigma of the multiplicative noise")
+      ("seed", po::value(&o.seed)->default_value(o.seed), "first random seed")
+      ("trials", po::value(&o.trials)->default_value(o.trials), "trials (seeds seed, seed+1, ...)")
+      ("mode", po::value(&o.mode)->default_value(o.mode), "adaptive or full")
+      ("slow-factor", po::value(&o.slow_factor)->default_value(o.slow_factor), "how much slower a bad node or link is")
+      ("votes", po::value(&o.votes)->default_value(o.votes), "independent slow observations before a finding")
+      ("story", po::bool_switch(&o.story), "include the round-by-round story (one trial)")
+      ("json", po::bool_switch(&o.json), "JSON output");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return fail(std::string(e.what()) + " (see kiln simulate --help)");
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  try {
+    return analysis::run_simulate(o, std::cout);
   } catch (const std::exception& e) {
     return fail(e.what());
   }
@@ -214,5 +339,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "run") return cmd_run(rest);
+  if (cmd == "simulate") return cmd_simulate(rest);
   return fail("unknown command '" + cmd + "' (see kiln --help)");
 }

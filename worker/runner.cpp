@@ -4,6 +4,10 @@
 #include <cstdlib>
 
 #include "common/check.hpp"
+#include "worker/tests/mpi_common.hpp"
+
+#include <sched.h>
+#include <memory>
 
 namespace kiln::worker {
 
@@ -66,6 +70,36 @@ class StampingSink : public ResultSink {
   std::size_t count_ = 0;
 };
 
+// A non-blocking roll call over the group before the (blocking) communicator creation: every
+// member sends a token to every other and waits for theirs until the deadline. A dead or hung
+// member then costs this group a TIMEOUT instead of hanging it, and other groups never notice.
+bool members_alive(const std::vector<int>& members, std::int64_t round_id, std::size_t index,
+                   std::chrono::steady_clock::time_point deadline) {
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  const int tag = static_cast<int>(1000 + (round_id * 16 + static_cast<std::int64_t>(index)) % 20000);
+  auto tokens = std::make_shared<std::vector<int>>(members.size() * 2, 1);
+  std::vector<MPI_Request> reqs;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (members[i] == me) continue;
+    MPI_Request r;
+    MPI_Irecv(&(*tokens)[2 * i], 1, MPI_INT, members[i], tag, MPI_COMM_WORLD, &r);
+    reqs.push_back(r);
+    MPI_Isend(&(*tokens)[2 * i + 1], 1, MPI_INT, members[i], tag, MPI_COMM_WORLD, &r);
+    reqs.push_back(r);
+  }
+  for (unsigned spins = 0;; ++spins) {
+    int done = 0;
+    if (reqs.empty() || MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS || done)
+      return true;
+    if ((spins & 63) == 0 && std::chrono::steady_clock::now() >= deadline) {
+      abandon(tokens);  // a late token must not land in freed memory
+      return false;
+    }
+    sched_yield();
+  }
+}
+
 }  // namespace
 
 void Runner::run_round(const proto::Round& round) {
@@ -108,6 +142,10 @@ void Runner::run_test(const proto::Round& round, std::size_t index) {
               Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_s)),
               faults_};
   MPI_Comm group_comm = MPI_COMM_NULL;
+  if (scope == Scope::Group && !members_alive(members, round.id, index, ctx.deadline)) {
+    status_result(Status::Timeout, "a member of the group never arrived (dead or hung rank)", deadline_s, group_id);
+    return;
+  }
   if (scope == Scope::Group) {
     MPI_Group world_group, g;
     MPI_Comm_group(MPI_COMM_WORLD, &world_group);

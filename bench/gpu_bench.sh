@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# GPU benchmark of kiln's GPU tests, for the GPU machine: everything GPU-related in one go, with a
+# plain-CUDA reference measured in the same run beside each figure, and a table printed last.
+#
+#   bench/gpu_bench.sh --prepare      on the development machine: build kiln-worker and the
+#                                     references, copy them and the shared libraries the GPU
+#                                     machine lacks into .carry/gpu (ignored; pass it as `carry`)
+#   bench/gpu_bench.sh [--quick]      on the GPU machine: run and print the table
+#
+# Environment: KILN_BENCH_OUT (default $OUT or ./runs/gpu-bench) receives results.jsonl, the
+# references' output and the log; KILN_WORKER overrides the worker binary.
+# Runs, in order: gpu.health (clean); GEMM ratio (ref, burn, ref); 60 s sustained burn (clean);
+# drills (bit flip, slowed GPU, hidden GPU); memtest and its references; copy_bw and
+# cudaMemcpyPeer. Never changes clocks, power limits, persistence, MIG or compute mode.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+CARRY=$ROOT/.carry/gpu
+CUDA=${CUDA_HOME:-/usr/local/cuda-13.0}
+
+if [[ ${1:-} == --prepare ]]; then
+  set -e
+  BUILD=${KILN_GPU_BUILD:-$ROOT/build-gpu}
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  ninja -C "$BUILD" -j2 kiln-worker
+  mkdir -p "$CARRY/bin" "$CARRY/lib"
+  cp "$BUILD/bin/kiln-worker" "$CARRY/bin/"
+  "$CUDA/bin/nvcc" -O3 -std=c++17 -arch=sm_90 -o "$CARRY/bin/ref_gemm" bench/ref_gemm.cu -lcublas
+  "$CUDA/bin/nvcc" -O3 -std=c++17 -arch=sm_90 -o "$CARRY/bin/gpu_ref_copy" bench/gpu_ref_copy.cu
+  # Libraries the GPU machine does not have (GPU.md: no Boost, spdlog, fmt).
+  for lib in $(ldd "$CARRY/bin/kiln-worker" | awk '/boost|spdlog|fmt/ {print $3}'); do cp -L "$lib" "$CARRY/lib/"; done
+  du -sh "$CARRY"
+  exit 0
+fi
+
+QUICK=0
+[[ ${1:-} == --quick ]] && QUICK=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
+export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:$CUDA/targets/x86_64-linux/lib:$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+OUTDIR=${KILN_BENCH_OUT:-${OUT:-$ROOT/runs/gpu-bench}}
+mkdir -p "$OUTDIR"
+RES=$OUTDIR/results.jsonl
+REF=$OUTDIR/refs.jsonl
+LOG=$OUTDIR/bench.log
+: >"$RES"; : >"$REF"; : >"$LOG"
+
+WORKER=${KILN_WORKER:-$CARRY/bin/kiln-worker}
+REF_GEMM=$CARRY/bin/ref_gemm
+REF_COPY=$CARRY/bin/gpu_ref_copy
+if [[ ! -x $REF_GEMM || ! -x $REF_COPY ]]; then
+  echo "building the references here (no carried build)" | tee -a "$LOG"
+  mkdir -p "$CARRY/bin"
+  nvcc -O3 -arch=sm_90 -o "$REF_GEMM" bench/ref_gemm.cu -lcublas && nvcc -O3 -arch=sm_90 -o "$REF_COPY" bench/gpu_ref_copy.cu
+fi
+if [[ ! -x $WORKER ]]; then
+  echo "no kiln-worker: run bench/gpu_bench.sh --prepare on the development machine and carry .carry/gpu" | tee -a "$LOG"
+  exit 2
+fi
+
+if ((QUICK)); then
+  RATIO_S=4; SUSTAIN_S=6; DRILL_S=4; WARM=1; MEMFRAC=0.2; WALK=2
+else
+  RATIO_S=15; SUSTAIN_S=60; DRILL_S=10; WARM=3; MEMFRAC=0.9; WALK=16
+fi
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+{
+  echo "== $(date -u +%FT%TZ) $(hostname)"
+  nvidia-smi --query-gpu=index,name,driver_version,pstate,power.limit,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
+  nvidia-smi topo -m 2>/dev/null | head -5
+} 2>&1 | tee -a "$LOG"
+
+# worker LABEL [ENV=VAL ...] -- ARGS: runs kiln-worker standalone, tags each JSON line with LABEL.
+worker() {
+  local label=$1; shift
+  local envs=()
+  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+  shift
+  echo "-- $label: ${envs[*]} $*" >>"$LOG"
+  local t0=$SECONDS
+  env "${envs[@]}" "$WORKER" --standalone "$@" 2>>"$LOG" |
+    python3 -c 'import sys,json
+lab=sys.argv[1]
+for l in sys.stdin:
+    l=l.strip()
+    if not l.startswith("{"): print(l,file=sys.stderr); continue
+    d=json.loads(l); d["bench"]=lab; print(json.dumps(d))' "$label" >>"$RES"
+  echo "   $label: $((SECONDS - t0)) s" | tee -a "$LOG"
+}
+ref() {
+  local label=$1; shift
+  "$@" 2>>"$LOG" | python3 -c 'import sys,json
+for l in sys.stdin:
+    d=json.loads(l); d["bench"]=sys.argv[1]; print(json.dumps(d))' "$label" >>"$REF"
+}
+
+BURN_P='"dtype":"bf16","size":8192,"warmup_s":'$WARM
+SPEC2='"expected_gpus":'$NGPU',"expected_model":"H200"'
+
+worker health.clean -- --tests gpu.health --params "{$SPEC2}" --deadline 60
+
+# 1. GEMM: plain cuBLAS loop, burn, plain loop again (the two refs bracket the burn's thermals).
+ref ref1 "$REF_GEMM" --dtype bf16 --size 8192 --seconds $RATIO_S --warmup $WARM
+worker burn.ratio -- --tests gpu.burn --params "{$BURN_P,\"duration_s\":$((RATIO_S + WARM))}" --deadline $((RATIO_S + 120))
+if ! grep -q '"bench": "burn.ratio"' "$RES" || ! grep '"bench": "burn.ratio"' "$RES" | grep -q '"metric": "tflops"'; then
+  echo "gpu.burn produced no throughput: stopping here to save device time" | tee -a "$LOG"
+  grep '"bench": "burn.ratio"' "$RES" | grep -v telemetry | tail -5
+  exit 1
+fi
+ref ref2 "$REF_GEMM" --dtype bf16 --size 8192 --seconds $RATIO_S --warmup $WARM
+
+# 2. Sustained burn, clean: must pass everywhere.
+worker burn.sustained -- --tests gpu.burn --params "{$BURN_P,\"duration_s\":$((SUSTAIN_S + WARM))}" --deadline $((SUSTAIN_S + 120))
+
+# 3. Drills.
+worker drill.bitflip 'KILN_FAULT={"gpu.burn":{"bitflip_gpu":'$((NGPU - 1))'}}' -- \
+  --tests gpu.burn --params "{$BURN_P,\"duration_s\":$DRILL_S}" --deadline 120
+if ((NGPU > 1)); then
+  worker drill.slow 'KILN_FAULT={"gpu.burn":{"slow_gpu":0,"slow_factor":0.5}}' -- \
+    --tests gpu.burn --params "{$BURN_P,\"duration_s\":$DRILL_S}" --deadline 120
+  worker drill.hidden CUDA_VISIBLE_DEVICES=1 -- \
+    --tests gpu.health,gpu.burn --params "{\"gpu.health\":{$SPEC2},\"gpu.burn\":{$BURN_P,\"duration_s\":3}}" --deadline 90
+fi
+worker drill.memtest 'KILN_FAULT={"gpu.memtest":{"corrupt_gpu":0}}' -- \
+  --tests gpu.memtest --params '{"mem_fraction":0.05,"walk_passes":2,"random_passes":1}' --deadline 120
+
+# 4. Memory test over most of the memory, and its references.
+worker memtest -- --tests gpu.memtest --params "{\"mem_fraction\":$MEMFRAC,\"walk_passes\":$WALK}" --deadline 300
+ref refcopy "$REF_COPY" --d2d-mb 8192 --peer-mb 1024 --iters 10
+
+# 5. Copy bandwidth and the health read after all the load (XIDs during the campaign).
+worker copy -- --tests gpu.copy_bw --params '{"size_mb":1024,"iters":10}' --deadline 180
+worker health.after -- --tests gpu.health --params "{$SPEC2}" --deadline 60
+
+python3 bench/gpu_bench_table.py "$RES" "$REF" | tee "$OUTDIR/table.txt"

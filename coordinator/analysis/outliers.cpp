@@ -1,0 +1,174 @@
+#include "coordinator/analysis/outliers.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/stats.hpp"
+
+namespace kiln::analysis {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+double median(const std::vector<double>& v) { return kiln::stats::median(v); }
+double mad_sigma(const std::vector<double>& v) { return kiln::stats::mad_sigma(v); }
+
+// A MAD from n values is itself uncertain (about 1.2/sqrt(n) relative); widen it so that a spread
+// that happened to come out low on a few dozen groups does not turn noise into slow groups.
+double widen(double sigma, std::size_t n) {
+  return sigma * (1.0 + 1.0 / std::sqrt(static_cast<double>(std::max<std::size_t>(n, 1))));
+}
+
+// Spread from the fast side only: slowness is one-sided, so up to half of the peers may be slow
+// without inflating the spread that their z-scores are measured against.
+double fast_side_sigma(const std::vector<double>& logs) {
+  const double m = median(logs);
+  std::vector<double> dev;
+  for (double x : logs)
+    if (x <= m) dev.push_back(m - x);
+  return dev.size() < 2 ? widen(mad_sigma(logs), logs.size()) : widen(1.4826 * median(dev), dev.size());
+}
+}
+
+std::string to_string(Verdict v) {
+  switch (v) {
+    case Verdict::Fast: return "fast";
+    case Verdict::Slow: return "slow";
+    case Verdict::Unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+void to_json(nlohmann::json& j, const Judgement& x) {
+  auto finite = [](double d) { return std::isfinite(d) ? nlohmann::json(d) : nlohmann::json("inf"); };
+  j = {{"verdict", to_string(x.verdict)}, {"expected", x.expected}, {"slowness", finite(x.slowness)},
+       {"z", finite(x.z)}, {"basis", x.basis}};
+}
+
+double to_cost(double value, Direction d) {
+  if (d == Direction::LowerIsBetter) return value;
+  return value > 0.0 ? 1.0 / value : kInf;
+}
+
+void History::add(int group_size, std::int64_t size_bytes, double cost) {
+  if (!(cost > 0.0) || !std::isfinite(cost)) return;
+  auto& b = buckets_[key(group_size, size_bytes)];
+  ++b.seen;
+  if (b.logs.size() < cap_) {
+    b.logs.push_back(std::log(cost));
+  } else {
+    // Overwrite in a fixed rotation: bounded memory, and recent rounds keep a voice.
+    b.logs[(b.seen - 1) % cap_] = std::log(cost);
+  }
+}
+
+std::optional<History::Ref> History::reference(int group_size, std::int64_t size_bytes) const {
+  auto it = buckets_.find(key(group_size, size_bytes));
+  if (it == buckets_.end() || it->second.logs.empty()) return std::nullopt;
+  const auto& logs = it->second.logs;
+  return Ref{median(logs), widen(mad_sigma(logs), logs.size()), logs.size()};
+}
+
+std::vector<Judgement> classify_round(const std::vector<GroupSample>& groups,
+                                      const OutlierConfig& cfg, const History* history) {
+  std::vector<Judgement> out(groups.size());
+  const double rel_limit = std::log(1.0 / cfg.rel_cutoff);  // log-slowness the cutoff allows
+
+  // Peers: groups of the same size measured at the same message size in this round.
+  std::map<std::pair<int, std::int64_t>, std::vector<std::size_t>> by_key;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const auto& g = groups[i];
+    if (g.timed_out) {
+      out[i] = {Verdict::Slow, 0.0, kInf, kInf, "timeout"};
+      continue;
+    }
+    if (!g.value || !(*g.value > 0.0)) {
+      out[i] = {Verdict::Unknown, 0.0, 0.0, 0.0, "none"};
+      continue;
+    }
+    by_key[{g.group_size, g.size_bytes}].push_back(i);
+  }
+
+  for (const auto& [key, idx] : by_key) {
+    std::vector<double> logs;
+    logs.reserve(idx.size());
+    for (auto i : idx) logs.push_back(std::log(to_cost(*groups[i].value, cfg.direction)));
+
+    // 1. Spec for this message size.
+    if (auto s = cfg.spec.find(key.second); s != cfg.spec.end()) {
+      const double log_exp = std::log(to_cost(s->second, cfg.direction));
+      std::optional<History::Ref> h = history ? history->reference(key.first, key.second) : std::nullopt;
+      double sigma = cfg.min_rel_sigma;
+      if (h && h->count >= logs.size()) sigma = std::max(sigma, h->log_sigma);
+      else if (static_cast<int>(logs.size()) >= cfg.min_peers_for_spread) sigma = std::max(sigma, fast_side_sigma(logs));
+      else if (h) sigma = std::max(sigma, h->log_sigma);
+      for (std::size_t k = 0; k < idx.size(); ++k) {
+        const double d = logs[k] - log_exp;
+        const bool slow = cfg.spec_is_limit ? d > 0.0 : (d > rel_limit && d / sigma >= cfg.z_cutoff);
+        out[idx[k]] = {slow ? Verdict::Slow : Verdict::Fast, s->second, std::exp(d), d / sigma, "spec"};
+      }
+      continue;
+    }
+
+    // 2. Peers, unless every peer is slow against history (no peer baseline in an all-slow round).
+    const std::optional<History::Ref> hist_opt =
+        history ? history->reference(key.first, key.second) : std::nullopt;
+    const History::Ref* hist = hist_opt ? &*hist_opt : nullptr;
+    const bool have_peers = static_cast<int>(logs.size()) >= cfg.min_peers;
+    double log_exp = 0.0, sigma = 0.0;
+    std::string basis;
+    if (have_peers) {
+      const double med = median(logs);
+      if (hist && med - hist->log_median > rel_limit) {
+        log_exp = hist->log_median;
+        sigma = hist->log_sigma;
+        basis = "history(all-slow)";
+      } else {
+        log_exp = med;
+        // The history's spread when it rests on more groups than this round has.
+        const bool own_spread = !hist || (static_cast<int>(logs.size()) >= cfg.min_peers_for_spread &&
+                                          logs.size() > hist->count);
+        sigma = own_spread ? fast_side_sigma(logs) : hist->log_sigma;
+        basis = "peers";
+        // Groups far faster than the median mean the median is made of slow groups (more than
+        // half are slow, e.g. every node under one switch): re-centre on the fast cluster.
+        // Twice the relative cutoff: noise alone does not put two groups that far below.
+        std::vector<double> fast;
+        for (double x : logs)
+          if (x - med < -2.0 * rel_limit) fast.push_back(x);
+        if (fast.size() >= 2 && fast.size() * 10 >= logs.size()) {
+          log_exp = median(fast);
+          sigma = fast_side_sigma(fast);
+          if (hist) sigma = std::max(sigma, hist->log_sigma);
+          basis = "peers(fast cluster)";
+        }
+      }
+    } else if (hist) {
+      log_exp = hist->log_median;
+      sigma = hist->log_sigma;
+      basis = "history";
+    } else if (logs.size() >= 2) {
+      // Two groups and nothing else to go by (a tiny cluster, or a timeout took a peer): the
+      // faster one is the reference and only the relative cutoff can speak.
+      log_exp = *std::min_element(logs.begin(), logs.end());
+      sigma = cfg.min_rel_sigma;
+      basis = "fastest peer";
+    } else {
+      for (auto i : idx) out[i] = {Verdict::Unknown, 0.0, 0.0, 0.0, "none"};
+      continue;
+    }
+    sigma = std::max(sigma, cfg.min_rel_sigma);
+    const double expected_cost = std::exp(log_exp);
+    const double expected =
+        cfg.direction == Direction::LowerIsBetter ? expected_cost : 1.0 / expected_cost;
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      const double d = logs[k] - log_exp;
+      const double z = d / sigma;
+      const bool slow = d > rel_limit && z >= cfg.z_cutoff;
+      out[idx[k]] = {slow ? Verdict::Slow : Verdict::Fast, expected, std::exp(d), z, basis};
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln::analysis

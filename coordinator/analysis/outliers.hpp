@@ -1,0 +1,102 @@
+// Outlier rules: is a group's figure slow compared with what was expected of it?
+//
+// Expected values come from the spec when one is given for the message size, otherwise from peers
+// (the median of equal-size groups measured in the same round), otherwise from the history of
+// earlier rounds. A group is slow when it is worse than expected by the relative cutoff AND its
+// robust z-score (log scale, MAD-based) reaches the z cutoff, so neither a wide-but-harmless spread
+// nor a tiny-but-tight difference makes a finding on its own.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kiln::analysis {
+
+// Which way a figure points: seconds per op (lower is better) or bandwidth (higher is better).
+enum class Direction { LowerIsBetter, HigherIsBetter };
+
+struct OutlierConfig {
+  Direction direction = Direction::LowerIsBetter;
+  // Slow when performance falls below rel_cutoff x expected (for times: time > expected / 0.8).
+  double rel_cutoff = 0.8;
+  // ... and the robust z of log(figure) against the baseline is at least z_cutoff.
+  double z_cutoff = 4.0;
+  // Floor on the relative spread, so ties (MAD = 0) do not make tiny differences significant.
+  double min_rel_sigma = 0.01;
+  // Fewest groups of one key in a round for their median to serve as the baseline.
+  int min_peers = 3;
+  // Fewest peers for their own MAD to be trusted over the history's spread.
+  int min_peers_for_spread = 8;
+  // The figure does not depend on group size (e.g. busbw, which nccl-tests normalises for the
+  // number of ranks): history from groups of any size is a valid baseline.
+  bool size_invariant = false;
+  // Spec per message size (bytes), in the figure's own unit. With spec_is_limit the spec is the
+  // pass/fail limit itself (e.g. minimum busbw); otherwise it is the typical healthy figure and
+  // the relative cutoff applies to it.
+  std::map<std::int64_t, double> spec;
+  bool spec_is_limit = true;
+};
+
+// One group's figure in a round.
+struct GroupSample {
+  int group_size = 0;
+  std::int64_t size_bytes = 0;  // message size the figure was measured at
+  std::optional<double> value;  // absent when the group produced no figure
+  bool timed_out = false;       // missing the deadline is a positive (slow) result
+};
+
+enum class Verdict { Fast, Slow, Unknown };
+std::string to_string(Verdict v);
+
+struct Judgement {
+  Verdict verdict = Verdict::Unknown;
+  double expected = 0.0;  // baseline in the figure's unit (0 when none)
+  double slowness = 0.0;  // how many times worse than expected (>1 is worse); inf for timeouts
+  double z = 0.0;         // robust z on log scale; inf for timeouts
+  std::string basis;      // spec | peers | peers(fast cluster) | history | history(all-slow) |
+                          // fastest peer | timeout | none
+};
+void to_json(nlohmann::json& j, const Judgement& x);
+
+// Baseline from earlier rounds: log-costs of groups judged fast, per key. Bounded memory.
+class History {
+ public:
+  explicit History(bool size_invariant = false, std::size_t cap_per_key = 512)
+      : size_invariant_(size_invariant), cap_(cap_per_key) {}
+  // cost: a lower-is-better figure (time, or 1/bandwidth).
+  void add(int group_size, std::int64_t size_bytes, double cost);
+  struct Ref {
+    double log_median = 0.0;
+    double log_sigma = 0.0;  // MAD-based, unfloored
+    std::size_t count = 0;
+  };
+  std::optional<Ref> reference(int group_size, std::int64_t size_bytes) const;
+
+ private:
+  using Key = std::pair<int, std::int64_t>;
+  Key key(int group_size, std::int64_t size_bytes) const {
+    return {size_invariant_ ? 0 : group_size, size_bytes};
+  }
+  struct Bucket {
+    std::vector<double> logs;
+    std::uint64_t seen = 0;
+  };
+  bool size_invariant_;
+  std::size_t cap_;
+  std::map<Key, Bucket> buckets_;
+};
+
+// Judges every group of one round. Does not modify history; the caller adds the fast ones.
+std::vector<Judgement> classify_round(const std::vector<GroupSample>& groups,
+                                      const OutlierConfig& cfg, const History* history);
+
+// The lower-is-better cost of a figure (the figure itself for times, 1/figure for bandwidths).
+double to_cost(double value, Direction d);
+
+}  // namespace kiln::analysis

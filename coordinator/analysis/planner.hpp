@@ -1,0 +1,122 @@
+// The localization planner: a state machine that chooses the next round of group tests from
+// everything seen so far, and turns what it saw into findings (slow nodes, slow links, slow
+// switches, lost nodes). Pure: no I/O, no clocks; the caller runs the rounds.
+//
+// How a live campaign drives it:
+//
+//   kiln::analysis::Planner planner(n_nodes, cfg, topology, host_names);
+//   while (auto plan = planner.next()) {
+//     // Run plan->groups at the same time, each group on its own sub-communicator, all with the
+//     // same all-to-all test (a 2-member group is a pair exchange). One figure per group.
+//     std::vector<GroupOutcome> outcomes = run_round(*plan);   // same order as plan->groups
+//     planner.observe(*plan, std::move(outcomes));
+//   }
+//   report(planner.findings(), planner.story());
+//
+// The algorithm is described in docs/localization.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/types.hpp"
+#include "coordinator/analysis/outliers.hpp"
+
+namespace kiln::analysis {
+
+// What one group of a round produced.
+struct GroupOutcome {
+  std::vector<int> members;     // node indices, as planned
+  // The group's figure in the convention of PlannerConfig::outliers.direction: seconds per op
+  // (LowerIsBetter, the default) or a bandwidth such as busbw (HigherIsBetter).
+  std::optional<double> value;
+  bool timed_out = false;       // missed its deadline: a positive (slow) result, not a hang
+  std::vector<int> missing;     // members that never reported (dead node, lost rank)
+};
+
+struct RoundPlan {
+  std::int64_t id = 0;
+  std::string kind;                       // "pairs" when every group has two members, else "all_to_all"
+  std::vector<std::vector<int>> groups;   // disjoint groups of node indices, run at the same time
+  std::string reason;                     // why this round, for the report
+};
+
+// Switches from `scontrol show topology`: a switch and the nodes directly under it.
+struct Switch {
+  std::string name;
+  std::vector<int> nodes;
+};
+
+enum class Mode { Adaptive, Full };
+
+struct PlannerConfig {
+  // The planner compares groups of different sizes (the whole cluster, halves, pairs), so by default
+  // the figure must be comparable across group sizes: busbw, or seconds per op normalised the way
+  // nccl-tests turns algbw into busbw. Set size_invariant = false only with a spec, or groups of a
+  // size never seen before cannot be judged (they are then treated as slow, which costs rounds).
+  OutlierConfig outliers = [] {
+    OutlierConfig c;
+    c.size_invariant = true;
+    return c;
+  }();
+  // Independent slow observations needed before a node or link finding is declared.
+  int votes = 2;
+  // z cutoff for the screening round only. Suspects from the screen are re-paired in parallel one
+  // round later, so a lower bar there costs no rounds and catches slow nodes whose z came out low
+  // against a spread estimated from few groups.
+  double screen_z_cutoff = 2.5;
+  // Adaptive: screen, bisect, re-pair and certify (O(log N) rounds).
+  // Full: every pair by the circle method (N-1 rounds of N/2 pairs), then retests.
+  Mode mode = Mode::Adaptive;
+  // Size of the groups of the first (screening) round. 2 screens every node at once with pairs;
+  // larger groups are bisected in parallel down to pairs when slow.
+  int screen_group_size = 2;
+  // Give up after this many rounds (0: 4*ceil(log2 N) + 24). What is unresolved is in the story.
+  int max_rounds = 0;
+  // Resolution tests of one suspect node before it is reported inconclusive.
+  int max_tests_per_node = 6;
+  // Times the certification sweep may be restarted by a newly found fault.
+  int max_cert_attempts = 8;
+  // Message size the figures are measured at (for spec lookups).
+  std::int64_t size_bytes = 0;
+  // Seed for the screening permutation; a fixed seed makes the campaign reproducible.
+  std::uint64_t seed = 1;
+};
+
+class Planner {
+ public:
+  // n: number of nodes (indices 0..n-1). names: host names for entity ids (default "node<i>").
+  explicit Planner(int n, PlannerConfig cfg = {}, std::vector<Switch> topology = {},
+                   std::vector<std::string> names = {});
+  ~Planner();
+  Planner(Planner&&) noexcept;
+  Planner& operator=(Planner&&) noexcept;
+
+  // The next round to run, or nullopt when nothing is left to localize.
+  std::optional<RoundPlan> next();
+  // Outcomes of a round returned by next(), one per group (matched by members; order free).
+  // Throws std::invalid_argument when a group of the plan has no outcome.
+  void observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes);
+
+  // Findings so far: node.slow, link.slow, switch.slow, node.lost. Complete once next() is nullopt.
+  std::vector<kiln::Finding> findings() const;
+  // Round-by-round story: what each round tested, what was slow, what was concluded.
+  nlohmann::json story() const;
+
+  std::int64_t rounds() const;   // rounds observed
+  std::int64_t tests() const;    // group tests observed
+  bool done() const;
+  std::string node_name(int node) const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::analysis

@@ -1,0 +1,159 @@
+// Internal state of the Planner, shared by planner.cpp (rounds), search.cpp (group-testing
+// search and certification) and report.cpp (findings and story). Not part of the API.
+#pragma once
+
+#include <map>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "coordinator/analysis/planner.hpp"
+
+namespace kiln::analysis {
+
+// A slow pair test seen from one of its members.
+struct SlowPair {
+  int partner;
+  std::int64_t round;
+  double slowness;
+  double figure;
+};
+
+struct NodeData {
+  int fast = 0;                     // fast tests of any size this node was in
+  std::int64_t first_fast_round = -1;
+  int first_fast_size = 0;
+  std::vector<SlowPair> slow_pairs;  // slow pair tests
+  std::vector<int> tried;            // partners of resolution pair tests
+  int resolution_tests = 0;
+  bool bad = false;
+  std::int64_t bad_round = -1;
+  bool lost = false;
+  std::int64_t lost_round = -1;
+  bool unresolved = false;           // ran out of resolution tests
+  int item = -1;                     // search item holding this node, -1 none
+};
+
+// Candidate slow link between two nodes that are each fine with other partners.
+struct LinkData {
+  std::vector<std::pair<std::int64_t, double>> slow_pair_tests;  // (round, slowness)
+  int fast_pair_tests = 0;
+  int group_votes = 0;  // slow groups explained only by this link (set once certified)
+  bool confirmed = false;
+  bool cleared = false;
+  std::int64_t confirmed_round = -1;
+  int retests = 0;
+};
+
+struct SlowGroup {
+  std::int64_t round;
+  std::vector<int> members;  // sorted
+  double slowness;
+};
+
+// Candidate pairs still in play: all pairs inside p (q empty), or all pairs p x q where p and q
+// are each known to be free of bad pairs.
+struct Block {
+  std::vector<int> p, q;
+};
+
+// A set of node-disjoint blocks. positive: known to hold at least one bad pair somewhere in the
+// blocks. Not positive: untested; its single clique block is tested as one group.
+struct Item {
+  int id = 0;
+  std::vector<Block> blocks;
+  bool positive = false;
+  std::string origin;  // screen | link-search | cert | split
+};
+
+// What a planned group is for, so its outcome reaches the right bookkeeping.
+struct Tag {
+  enum Kind { ItemTest, Resolve, LinkRetest, Circle } kind = ItemTest;
+  int item = -1;
+  int block = -1;
+  int part = 0;  // clique: half 0/1; biclique: diagonal 0/1; pair block: 0
+};
+
+struct Planner::Impl {
+  int n = 0;
+  PlannerConfig cfg;
+  std::vector<Switch> topology;
+  std::vector<std::string> names;
+  std::mt19937_64 rng;
+  History history;
+
+  std::vector<NodeData> nodes;
+  std::map<std::pair<int, int>, LinkData> links;
+  std::vector<SlowGroup> slow_groups;
+  std::map<int, Item> items;
+  int next_item_id = 0;
+
+  std::int64_t next_round_id = 1;
+  std::int64_t observed_rounds = 0;
+  std::int64_t tests_observed = 0;
+  std::int64_t max_rounds = 0;
+  bool screened = false;
+  std::int64_t screen_round = -1;
+  bool search_launched = false;
+  std::size_t idle_tested = 0;  // size of the last sweep over nodes idle during a search
+  bool finished = false;
+  std::string finish_note;
+
+  // Full mode.
+  std::vector<int> circle_order;
+  int circle_round = 0;
+  bool circle_done = false;
+
+  // Certification sweep: rounds of groups that together hold every pair of good nodes except the
+  // candidate links. cert_rounds is rebuilt whenever the candidates or the good set change.
+  std::vector<std::vector<std::vector<int>>> cert_rounds;
+  std::size_t cert_next = 0;
+  int cert_attempts = 0;
+  bool certified = false;
+  std::vector<long> cert_signature;  // good set and candidates the current sweep was built for
+  int cert_failures = 0;             // certification groups that came back slow
+  std::vector<int> clean_cover;  // members of the largest fast group, sorted
+
+  // Pending plan bookkeeping: round id -> tags per group.
+  std::map<std::int64_t, std::vector<Tag>> pending;
+
+  nlohmann::json story = nlohmann::json::array();
+  nlohmann::json* story_round = nullptr;  // entry of the round being observed
+  std::vector<std::string> early_notes;   // conclusions before any round was observed
+
+  Impl(int n_, PlannerConfig c, std::vector<Switch> topo, std::vector<std::string> nm);
+
+  // planner.cpp
+  bool good(int u) const { return !nodes[u].lost && !nodes[u].bad && nodes[u].fast > 0; }
+  bool active(int u) const { return !nodes[u].lost && !nodes[u].bad; }
+  std::string name(int u) const;
+  std::string link_id(int a, int b) const;
+  void note(const std::string& s);
+  void record_fast(const std::vector<int>& members, std::int64_t round, double figure);
+  void record_slow_pair(int a, int b, std::int64_t round, double slowness, double figure);
+  void reevaluate_nodes(std::int64_t round);
+  void mark_lost(int u, std::int64_t round);
+  std::vector<int> nodes_needing_test() const;
+
+  // search.cpp
+  int add_item(Item it);
+  void drop_item(int id);
+  std::vector<std::vector<int>> item_groups(const Item& it, std::vector<Tag>& tags) const;
+  void observe_item(int id, const std::vector<std::pair<Tag, Verdict>>& results);
+  void strip_lost_from_items();
+  bool build_cert_round(std::vector<std::vector<int>>& groups, std::vector<Tag>& tags,
+                        std::vector<char>& busy);
+  void plan_cert();
+  void count_link_votes();
+  std::vector<std::pair<int, int>> candidate_links() const;
+  bool has_group_evidence(int a, int b) const;
+  void update_link(int a, int b);
+
+  // report.cpp
+  std::vector<kiln::Finding> make_findings() const;
+};
+
+// Split v into two halves (first half gets the extra element).
+std::pair<std::vector<int>, std::vector<int>> halves(const std::vector<int>& v);
+
+}  // namespace kiln::analysis

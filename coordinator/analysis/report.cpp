@@ -1,0 +1,133 @@
+// Findings: what is broken, the evidence, and what the operator should do next.
+#include <algorithm>
+#include <cmath>
+
+#include "coordinator/analysis/planner_impl.hpp"
+
+namespace kiln::analysis {
+
+namespace {
+
+nlohmann::json finite(double d) {
+  return std::isfinite(d) ? nlohmann::json(d) : nlohmann::json("timeout");
+}
+
+// More independent slow observations than fast ones make a finding surer; capped below 1.
+double confidence(int slow_votes, int fast) {
+  const double c = 1.0 - std::pow(0.2, std::max(1, slow_votes - fast));
+  return std::clamp(c, 0.5, 0.999);
+}
+
+}  // namespace
+
+std::vector<kiln::Finding> Planner::Impl::make_findings() const {
+  std::vector<kiln::Finding> out;
+
+  std::vector<char> on_bad_switch(static_cast<std::size_t>(n), 0);
+  for (const auto& sw : topology) {
+    int bad = 0, present = 0;
+    std::vector<std::string> members;
+    for (int u : sw.nodes) {
+      if (u < 0 || u >= n || nodes[u].lost) continue;
+      ++present;
+      if (nodes[u].bad) ++bad, members.push_back(name(u));
+    }
+    if (present < 2 || bad != present) continue;
+    for (int u : sw.nodes)
+      if (u >= 0 && u < n) on_bad_switch[u] = 1;
+    kiln::Finding f;
+    f.code = "switch.slow";
+    f.severity = kiln::Severity::Critical;
+    f.entity = {"switch", sw.name};
+    f.summary = "every node under switch " + sw.name + " (" + std::to_string(bad) +
+                ") is slow with known-good partners elsewhere";
+    f.next_step = "check switch " + sw.name +
+                  ": uplink ports, port error counters and firmware; the nodes under it are slow "
+                  "only because of the switch, so do not drain them one by one";
+    f.confidence = 0.9;
+    f.evidence = {{"nodes", members}};
+    out.push_back(std::move(f));
+  }
+
+  for (int u = 0; u < n; ++u) {
+    const auto& d = nodes[u];
+    if (d.lost) {
+      kiln::Finding f;
+      f.code = "node.lost";
+      f.severity = kiln::Severity::Critical;
+      f.entity = {"node", name(u)};
+      f.summary = name(u) + " stopped reporting in round " + std::to_string(d.lost_round) +
+                  " and was excluded from later rounds";
+      f.next_step = "find out why " + name(u) +
+                    " stopped (scontrol show node, its console and dmesg), fix it and run kiln "
+                    "check on it before returning it to service";
+      f.confidence = 1.0;
+      f.evidence = {{"lost_round", d.lost_round}};
+      out.push_back(std::move(f));
+      continue;
+    }
+    if (!d.bad || on_bad_switch[u]) continue;
+    nlohmann::json ev = nlohmann::json::array();
+    std::vector<int> partners;
+    for (const auto& s : d.slow_pairs) {
+      if (!good(s.partner)) continue;
+      partners.push_back(s.partner);
+      ev.push_back({{"round", s.round}, {"partner", name(s.partner)}, {"figure", s.figure},
+                    {"slowness", finite(s.slowness)}});
+    }
+    std::sort(partners.begin(), partners.end());
+    partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
+    kiln::Finding f;
+    f.code = "node.slow";
+    f.severity = kiln::Severity::Error;
+    f.entity = {"node", name(u)};
+    f.summary = name(u) + " is slow with " + std::to_string(partners.size()) +
+                " distinct known-good partners";
+    f.next_step = "drain " + name(u) +
+                  " (scontrol update nodename=" + name(u) +
+                  " state=drain reason=kiln) and run GPU and NIC diagnostics on it; reseat or "
+                  "replace its NIC cable if the port shows errors";
+    f.confidence = confidence(static_cast<int>(partners.size()), d.fast);
+    f.evidence = {{"slow_with_known_good", ev}, {"fast_tests", d.fast},
+                  {"confirmed_round", d.bad_round}};
+    out.push_back(std::move(f));
+  }
+
+  for (const auto& [key, l] : links) {
+    if (!l.confirmed || !good(key.first) || !good(key.second)) continue;
+    const auto& [a, b] = key;
+    nlohmann::json pairs = nlohmann::json::array();
+    for (const auto& [round, slowness] : l.slow_pair_tests)
+      pairs.push_back({{"round", round}, {"slowness", finite(slowness)}});
+    nlohmann::json groups = nlohmann::json::array();
+    for (const auto& g : slow_groups)
+      if (std::binary_search(g.members.begin(), g.members.end(), a) &&
+          std::binary_search(g.members.begin(), g.members.end(), b))
+        groups.push_back({{"round", g.round}, {"size", g.members.size()}, {"slowness", finite(g.slowness)}});
+    kiln::Finding f;
+    f.code = "link.slow";
+    f.severity = kiln::Severity::Error;
+    f.entity = {"link", link_id(a, b)};
+    f.summary = "traffic between " + name(a) + " and " + name(b) +
+                " is slow while both are fine with other partners";
+    f.next_step = "check the cables and switch ports on the path between " + name(a) + " and " +
+                  name(b) + ": port error counters on both ends, reseat or replace the cable; "
+                  "both nodes are fine with other partners, so do not drain them";
+    const int votes = static_cast<int>(l.slow_pair_tests.size()) + l.group_votes;
+    f.confidence = confidence(votes, l.fast_pair_tests);
+    f.evidence = {{"slow_pair_tests", pairs},
+                  {"slow_groups_holding_both", groups},
+                  {"votes", votes},
+                  {"fast_pair_tests", l.fast_pair_tests},
+                  {"ends_fine_elsewhere",
+                   {{name(a), {{"first_fast_round", nodes[a].first_fast_round},
+                               {"group_size", nodes[a].first_fast_size}}},
+                    {name(b), {{"first_fast_round", nodes[b].first_fast_round},
+                               {"group_size", nodes[b].first_fast_size}}}}},
+                  {"confirmed_round", l.confirmed_round}};
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace kiln::analysis

@@ -1,0 +1,51 @@
+// The localization phase: drives the analysis planner's rounds on the live campaign, one unit
+// (node or rank) per planner index, and turns its conclusions into findings with the story.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/types.hpp"
+#include "coordinator/analysis/planner.hpp"
+#include "coordinator/campaign.hpp"
+
+namespace kiln::coord {
+
+struct LocalizeOptions {
+  std::string by = "auto";             // node | rank | off | auto (node when there are 2+ nodes)
+  std::string test = "mpi.alltoall";   // a group test that loads every link of its group
+  std::int64_t size_bytes = 4 << 20;   // bytes each rank sends per operation
+  double deadline_s = 60;              // a group slower than this counts as slow, not as a hang
+  int votes = 2;
+  double rel_cutoff = 0.8;             // slow when below this fraction of the expected busbw
+  std::string mode = "adaptive";       // adaptive | full
+  std::vector<analysis::Switch> topology;
+};
+
+struct LocalizeOutcome {
+  bool ran = false;
+  std::string skipped_because;
+  std::vector<Finding> findings;
+  nlohmann::json story = nlohmann::json::array();
+  std::int64_t rounds = 0;
+  std::vector<std::string> units;
+};
+
+// Units: the hosts (one representative rank each) or the ranks themselves.
+struct Units {
+  std::string kind;                 // "node" or "rank"
+  std::vector<std::string> names;
+  std::vector<int> rank_of;         // the rank that runs the tests for each unit
+};
+Units choose_units(const std::map<int, RankState>& ranks, const std::string& by);
+
+// Turns the results of one round into the planner's outcomes (pure; exposed for tests).
+std::vector<analysis::GroupOutcome> outcomes_from_round(const analysis::RoundPlan& plan, const RoundRecord& rec,
+                                                        const Units& units, const std::set<int>& lost_units,
+                                                        std::int64_t size_bytes);
+
+LocalizeOutcome localize(Campaign& campaign, const LocalizeOptions& opts);
+
+}  // namespace kiln::coord

@@ -1,0 +1,43 @@
+# Shared helpers for the SLURM system tests (sourced, not run: only test_*.sh are ctest tests).
+# KILN_BIN points at build/bin, KILN_SRC at the source tree.
+source "${KILN_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}/tests/integration/lib.sh"
+TESTBED="${KILN_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}/tests/cluster/testbed"
+
+# need_testbed N: exit 77 (SKIP) with the reason unless the testbed is up with N idle-able nodes.
+need_testbed() {
+  local want=${1:-1} conf total
+  eval "$("$TESTBED" env 2>/dev/null)"
+  conf=${SLURM_CONF:-}
+  if [ -z "$conf" ] || [ ! -f "$conf" ]; then echo "SKIP: the SLURM testbed is not up (no slurm.conf; run tests/cluster/testbed up)"; exit 77; fi
+  if ! command -v sinfo >/dev/null; then echo "SKIP: SLURM client commands are not installed"; exit 77; fi
+  if ! total=$(timeout 20 sinfo --noheader --partition=debug --format=%D 2>/dev/null) || [ -z "$total" ]; then
+    echo "SKIP: sinfo does not answer (is the testbed up? tests/cluster/testbed status)"; exit 77
+  fi
+  total=$(echo "$total" | awk '{s += $1} END {print s}')
+  if [ "$total" -lt "$want" ]; then echo "SKIP: partition debug has $total nodes, this test needs $want"; exit 77; fi
+  TESTBED_NODES=$total
+  # Nodes left busy by an earlier test would make our job pend.
+  local i
+  for i in $(seq 1 60); do
+    [ -z "$(squeue --noheader --states=RUNNING,PENDING,COMPLETING 2>/dev/null)" ] && break
+    sleep 1
+  done
+}
+
+# Fails the test if a kiln-worker runs anywhere: in the root namespace or any testbed node's namespace.
+no_workers_left() {
+  local i ns pid left="" deadline=$((SECONDS + 20))
+  while :; do
+    left=""
+    for pid in $(pgrep -f "$WORKER"); do left+=" root-ns:$pid"; done
+    for ns in $(ip netns list 2>/dev/null | awk '/^kiln-node/ {print $1}'); do
+      for pid in $(ip netns pids "$ns" 2>/dev/null); do
+        grep -qa kiln-worker "/proc/$pid/cmdline" 2>/dev/null && left+=" $ns:$pid"
+      done
+    done
+    [ -z "$left" ] || [ $SECONDS -ge $deadline ] && break
+    sleep 0.5
+  done
+  [ -z "$left" ] && pass "no kiln-worker left in the root namespace or any node namespace" \
+    || bad "kiln-worker processes left behind:$left"
+}

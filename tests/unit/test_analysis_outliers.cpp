@@ -1,0 +1,143 @@
+// Outlier rules on recorded rounds (tests/data/analysis/round_*.json).
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <string>
+
+#include "coordinator/analysis/outliers.hpp"
+
+using kiln::analysis::classify_round;
+using kiln::analysis::Direction;
+using kiln::analysis::GroupSample;
+using kiln::analysis::History;
+using kiln::analysis::OutlierConfig;
+using kiln::analysis::Verdict;
+using nlohmann::json;
+
+namespace {
+
+json load(const std::string& name) {
+  std::ifstream f(std::string(KILN_TEST_DATA) + "/analysis/" + name);
+  REQUIRE(f.good());
+  return json::parse(f);
+}
+
+OutlierConfig config_of(const json& fx) {
+  OutlierConfig cfg;
+  if (!fx.contains("config")) return cfg;
+  const auto& c = fx["config"];
+  if (c.value("direction", "lower") == "higher") cfg.direction = Direction::HigherIsBetter;
+  if (c.contains("spec"))
+    for (const auto& [k, v] : c["spec"].items()) cfg.spec[std::stoll(k)] = v.get<double>();
+  cfg.spec_is_limit = c.value("spec_is_limit", cfg.spec_is_limit);
+  return cfg;
+}
+
+std::vector<GroupSample> samples_of(const json& round, std::int64_t size_bytes) {
+  std::vector<GroupSample> out;
+  for (const auto& g : round["groups"]) {
+    GroupSample s;
+    s.group_size = g.value("group_size", 2);
+    s.size_bytes = size_bytes;
+    if (g.contains("value")) s.value = g["value"].get<double>();
+    s.timed_out = g.value("timed_out", false);
+    out.push_back(s);
+  }
+  return out;
+}
+
+// Runs every recorded round of a fixture and checks which groups are slow (and unknown).
+void check_fixture(const std::string& name) {
+  const json fx = load(name);
+  INFO(name << ": " << fx.value("description", ""));
+  const auto cfg = config_of(fx);
+  const std::int64_t size_bytes = fx.value("size_bytes", 0);
+  History history(cfg.size_invariant);
+  if (fx.contains("history"))
+    for (const auto& h : fx["history"])
+      for (double v : h["values"]) history.add(h["group_size"], size_bytes, v);
+  int r = 0;
+  for (const auto& round : fx["rounds"]) {
+    INFO("round " << r++);
+    const auto judged = classify_round(samples_of(round, size_bytes), cfg, &history);
+    std::vector<int> slow, unknown;
+    for (std::size_t i = 0; i < judged.size(); ++i) {
+      if (judged[i].verdict == Verdict::Slow) slow.push_back(static_cast<int>(i));
+      if (judged[i].verdict == Verdict::Unknown) unknown.push_back(static_cast<int>(i));
+    }
+    CHECK(slow == round["expect_slow"].get<std::vector<int>>());
+    CHECK(unknown == round.value("expect_unknown", std::vector<int>{}));
+    if (round.contains("expect_basis"))
+      for (const auto& j : judged) CHECK(j.basis == round["expect_basis"].get<std::string>());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("tied figures: no outlier from a zero MAD, and a real slow pair still stands out",
+          "[analysis][outliers]") {
+  check_fixture("round_ties.json");
+}
+
+TEST_CASE("all-slow round: judged against the history, every group slow", "[analysis][outliers]") {
+  check_fixture("round_all_slow.json");
+}
+
+TEST_CASE("10% noise on healthy pairs makes no outlier", "[analysis][outliers]") {
+  check_fixture("round_noise_10pct.json");
+}
+
+TEST_CASE("four of ten pairs slow: the spread comes from the fast side", "[analysis][outliers]") {
+  check_fixture("round_many_slow.json");
+}
+
+TEST_CASE("timeout is slow, a missing figure is unknown", "[analysis][outliers]") {
+  check_fixture("round_timeout_missing.json");
+}
+
+TEST_CASE("busbw spec per message size is a limit", "[analysis][outliers]") {
+  check_fixture("round_spec_busbw.json");
+}
+
+TEST_CASE("relative cutoff and z cutoff must both be exceeded", "[analysis][outliers]") {
+  OutlierConfig cfg;
+  std::vector<GroupSample> g;
+  for (double v : {10.0, 10.1, 9.9, 10.05, 9.95, 10.0, 10.02, 9.98}) g.push_back({2, 0, v, false});
+  g.push_back({2, 0, 11.5, false});  // very significant (tight peers) but only 15% slower
+  auto judged = classify_round(g, cfg, nullptr);
+  CHECK(judged.back().verdict == Verdict::Fast);
+  CHECK(judged.back().z > cfg.z_cutoff);
+
+  cfg.rel_cutoff = 0.9;  // now 15% slower is past the relative cutoff too
+  judged = classify_round(g, cfg, nullptr);
+  CHECK(judged.back().verdict == Verdict::Slow);
+  CHECK(judged.back().basis == "peers");
+}
+
+TEST_CASE("too few peers: history of the same size, else the fastest peer, else unknown",
+          "[analysis][outliers]") {
+  OutlierConfig cfg;
+  std::vector<GroupSample> lone = {{16, 0, 10.0, false}};
+  CHECK(classify_round(lone, cfg, nullptr)[0].verdict == Verdict::Unknown);
+  std::vector<GroupSample> g = {{16, 0, 10.0, false}, {16, 0, 30.0, false}};
+  const auto judged = classify_round(g, cfg, nullptr);
+  CHECK(judged[0].verdict == Verdict::Fast);
+  CHECK(judged[1].verdict == Verdict::Slow);
+  CHECK(judged[1].basis == "fastest peer");
+  g[0].value = 20.0;  // within the relative cutoff of each other: neither is slow
+  g[1].value = 22.0;
+  CHECK(classify_round(g, cfg, nullptr)[1].verdict == Verdict::Fast);
+
+  History per_size(/*size_invariant=*/false);
+  for (double v : {10.0, 10.1, 9.9, 10.2}) per_size.add(2, 0, v);
+  g = {{16, 0, 10.0, false}, {16, 0, 30.0, false}};
+  lone[0].value = 30.0;
+  CHECK(classify_round(lone, cfg, &per_size)[0].verdict == Verdict::Unknown);  // history is per size
+  cfg.size_invariant = true;  // busbw-like figure: any size's history applies
+  History any_size(cfg.size_invariant);
+  for (double v : {10.0, 10.1, 9.9, 10.2}) any_size.add(2, 0, v);
+  const auto invariant = classify_round(g, cfg, &any_size);
+  CHECK(invariant[0].verdict == Verdict::Fast);
+  CHECK(invariant[1].verdict == Verdict::Slow);
+  CHECK(invariant[1].basis == "history");
+}

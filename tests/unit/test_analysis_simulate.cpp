@@ -1,0 +1,75 @@
+// `kiln simulate` core: the model cluster, precision/recall accounting and the circle baseline.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <sstream>
+
+#include "coordinator/analysis/simulate.hpp"
+
+using kiln::analysis::run_simulate;
+using kiln::analysis::SimulateOptions;
+using kiln::analysis::simulate_trial;
+
+TEST_CASE("simulate finds one bad node in 1024 nodes within log2(N)+4 rounds", "[analysis][simulate]") {
+  SimulateOptions opt;
+  opt.nodes = 1024;
+  opt.bad_nodes = 1;
+  opt.noise = 0.10;
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const auto r = simulate_trial(opt, seed, true);
+    CHECK(r.true_positives == 1);
+    CHECK(r.findings == 1);
+    CHECK(r.rounds <= 10 + 4);
+  }
+}
+
+TEST_CASE("simulate finds one bad link in 1024 nodes within 2*log2(N)+6 rounds", "[analysis][simulate]") {
+  SimulateOptions opt;
+  opt.nodes = 1024;
+  opt.bad_nodes = 0;
+  opt.bad_links = 1;
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const auto r = simulate_trial(opt, seed, true);
+    CHECK(r.true_positives == 1);
+    CHECK(r.findings == 1);
+    CHECK(r.rounds <= 2 * 10 + 6);
+    CHECK(r.detail["findings"][0]["code"] == "link.slow");
+  }
+}
+
+TEST_CASE("simulate JSON reports the circle baseline and precision/recall", "[analysis][simulate]") {
+  SimulateOptions opt;
+  opt.nodes = 64;
+  opt.bad_nodes = 2;
+  opt.bad_links = 1;
+  opt.trials = 3;
+  opt.json = true;
+  std::ostringstream out;
+  REQUIRE(run_simulate(opt, out) == 0);
+  const auto j = nlohmann::json::parse(out.str());
+  CHECK(j["circle_rounds"] == 63);
+  CHECK(j["precision"] == 1.0);
+  CHECK(j["recall"] == 1.0);
+  CHECK(j["rounds_max"].get<int>() < 63);
+  CHECK(j["modelled_seconds_mean"].get<double>() < j["circle_modelled_seconds"].get<double>());
+}
+
+TEST_CASE("simulate full mode runs the circle method", "[analysis][simulate]") {
+  SimulateOptions opt;
+  opt.nodes = 16;
+  opt.bad_nodes = 0;
+  opt.bad_links = 1;
+  opt.mode = "full";
+  const auto r = simulate_trial(opt, 3, true);
+  CHECK(r.rounds >= 15);
+  CHECK(r.true_positives == 1);
+  CHECK(r.findings == 1);
+}
+
+TEST_CASE("simulate rejects impossible options", "[analysis][simulate]") {
+  SimulateOptions opt;
+  opt.nodes = 1;
+  std::ostringstream out;
+  CHECK(run_simulate(opt, out) == 2);
+  CHECK(out.str().find("--nodes") != std::string::npos);
+}
