@@ -225,20 +225,31 @@ std::vector<Finding> Campaign::findings() const {
                                  nlohmann::json::array({{{"host", it->second.host}, {"reason", it->second.lost_reason}}})));
     }
   }
-  // Results that did not pass become findings, one per (test, entity, status).
-  std::map<std::tuple<std::string, std::string, std::string, Status>, std::vector<const Result*>> bad;
+  // Results that did not pass become findings, one per (code, entity). A test names the catalog
+  // code in extra.finding (or extra.problems[].code); otherwise the code is test.<status>.
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<const Result*>> bad;
   for (const auto& rr : rounds_)
-    for (const auto& r : rr.results)
-      if (r.status == Status::Fail || r.status == Status::Error || r.status == Status::Timeout)
-        bad[{r.test, r.entity.kind, r.entity.id, r.status}].push_back(&r);
+    for (const auto& r : rr.results) {
+      if (r.status != Status::Fail && r.status != Status::Error && r.status != Status::Timeout) continue;
+      if (r.metric == "status" && r.status == Status::Fail) continue;  // the measurement itself is the evidence
+      std::vector<std::string> codes;
+      if (r.extra.is_object() && r.extra.contains("problems") && r.extra["problems"].is_array())
+        for (const auto& p : r.extra["problems"])
+          if (p.is_object() && p.contains("code")) codes.push_back(p["code"].get<std::string>());
+      if (codes.empty() && r.extra.is_object() && r.extra.contains("finding") && r.extra["finding"].is_string())
+        codes.push_back(r.extra["finding"].get<std::string>());
+      if (codes.empty()) codes.push_back("test." + to_string(r.status));
+      for (const auto& c : codes) bad[{c, r.entity.kind, r.entity.id}].push_back(&r);
+    }
   for (const auto& [key, rs] : bad) {
-    const auto& [test, kind, id, status] = key;
+    const auto& [code, kind, id] = key;
     nlohmann::json ev = nlohmann::json::array();
     for (std::size_t i = 0; i < rs.size() && i < 5; ++i) ev.push_back(*rs[i]);
     const Result& first = *rs.front();
-    std::string summary = test + " " + to_string(status) + " on " + kind + " " + id + " (" + first.host + ")";
+    std::string summary = first.test + " " + to_string(first.status) + " on " + kind + " " + id + " (" + first.host + ")";
     if (!first.reason.empty()) summary += ": " + first.reason;
-    out.push_back(make_finding("test." + to_string(status), {kind, id}, summary, ev));
+    if (rs.size() > 1) summary += " [" + std::to_string(rs.size()) + " results]";
+    out.push_back(make_finding(code, {kind, id}, summary, ev));
   }
   for (const auto& rr : rounds_)
     for (int r : rr.missing) {

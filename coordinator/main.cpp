@@ -17,6 +17,7 @@
 #include "common/hostlist.hpp"
 #include "common/net.hpp"
 #include "coordinator/campaign.hpp"
+#include "coordinator/catalog.hpp"
 #include "coordinator/analysis/simulate.hpp"
 #include "coordinator/launcher.hpp"
 #include "coordinator/localize.hpp"
@@ -36,6 +37,7 @@ usage: kiln <command> [options]
 commands:
   run        launch kiln-worker on the nodes and run a campaign
   simulate   run the localization planner against a model cluster
+  catalog    print the findings catalog (code, severity, meaning, next step)
   version    print the version
 
 `kiln <command> --help` describes each command. Exit codes: 0 all passed, 1 findings,
@@ -340,5 +342,11 @@ int main(int argc, char** argv) {
   }
   if (cmd == "run") return cmd_run(rest);
   if (cmd == "simulate") return cmd_simulate(rest);
+  if (cmd == "catalog") {
+    std::cout << "| code | severity | meaning | next step |\n|---|---|---|---|\n";
+    for (const auto& e : coord::catalog())
+      std::cout << "| `" << e.code << "` | " << to_string(e.severity) << " | " << e.meaning << " | " << e.next_step << " |\n";
+    return 0;
+  }
   return fail("unknown command '" + cmd + "' (see kiln --help)");
 }

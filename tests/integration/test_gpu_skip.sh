@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Where no GPU or RDMA device is visible, the GPU, NCCL and RDMA tests run through a whole
+# campaign and report SKIP with a reason, never PASS, and the campaign completes.
+source "$(dirname "$0")/lib.sh"
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  echo "SKIP: this machine has a GPU; the SKIP path is for machines without one"
+  exit 77
+fi
+TESTS=gpu.health,gpu.burn,gpu.memtest,gpu.copy_bw,nccl.all_reduce,nccl.all_gather,nccl.reduce_scatter,nccl.alltoall,nccl.broadcast,nccl.sendrecv,rdma.write_bw,rdma.read_bw,rdma.send_lat,ib.ports
+OUT="$TMP/run"
+"$KILN" run --launcher local --ranks 2 --out "$OUT" --quiet --tests "$TESTS" > "$TMP/summary.txt" 2>&1
+rc=$?
+[ $rc -eq 0 ] && pass "campaign completes (exit 0)" || { bad "campaign exit $rc"; cat "$TMP/summary.txt" "$OUT/workers.log"; }
+python3 - "$OUT" "$TESTS" <<'PY' && pass "every GPU/NCCL/RDMA test reported SKIP with a reason" || bad "SKIP contract"
+import json, sys
+out, tests = sys.argv[1], sys.argv[2].split(",")
+rows = [json.loads(l) for l in open(out + "/results.jsonl")]
+for t in tests:
+    st = [r for r in rows if r["test"] == t and r["metric"] == "status"]
+    assert st, f"{t}: no status result"
+    for r in st:
+        assert r["status"] == "skip", f"{t} rank {r['rank']}: {r['status']}"
+        assert r.get("reason"), f"{t} rank {r['rank']}: SKIP without a reason"
+    assert not [r for r in rows if r["test"] == t and r["status"] == "pass"], f"{t}: a PASS without hardware"
+rep = json.load(open(out + "/report.json"))
+assert rep["verdict"] == "pass" and rep["findings"] == []
+assert rep["results"]["by_status"].get("skip", 0) >= len(tests)
+PY
+finish
