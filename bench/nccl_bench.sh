@@ -8,6 +8,7 @@
 #   --ref DIR       directory holding all_reduce_perf, all_gather_perf, reduce_scatter_perf, built
 #                   elsewhere from nccl-tests' public source (env NCCL_TESTS_BUILD). This script
 #                   never builds it. Without it, only the checks and the drill run.
+#                   (env REF_PREFIX: a launcher put before it, e.g. "mpirun -np 1" for an MPI=1 build)
 #   --ref-mpi DIR   the same binaries built with MPI=1 (env NCCL_TESTS_MPI_BUILD): run as kiln runs,
 #                   one process per GPU under mpirun (-g 1), and compared in a second table
 #   --np N          ranks = GPUs (default: number of GPUs nvidia-smi lists)
@@ -16,6 +17,8 @@
 #   --iters N --warmup N   per line, both sides (default 20 and 5)
 #   --colls LIST    collectives timed against the reference (default all_reduce,all_gather,reduce_scatter)
 #   --out DIR       where logs and JSON go (default $OUT, else ./runs/nccl-bench-<time>)
+#   --kiln-params 'K:V,...'   extra members of kiln's params object for the timed sweeps,
+#                   e.g. '"buffers":"cuda","comm":"split"' (see bench/nccl_ab.sh)
 #   --no-checks / --no-drill / --no-timing   leave a part out
 #
 # Always runs with NCCL_NVLS_ENABLE=0 (NVLink multicast must stay off on the shared GPU machines).
@@ -32,6 +35,7 @@ WARMUP=5
 COLLS=all_reduce,all_gather,reduce_scatter
 OUTDIR=${OUT:-}
 DO_CHECKS=1 DO_DRILL=1 DO_TIMING=1
+KILN_EXTRA=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --worker) WORKER=$2; shift 2 ;;
@@ -44,6 +48,7 @@ while [[ $# -gt 0 ]]; do
     --warmup) WARMUP=$2; shift 2 ;;
     --colls) COLLS=$2; shift 2 ;;
     --out) OUTDIR=$2; shift 2 ;;
+    --kiln-params) KILN_EXTRA=$2; shift 2 ;;
     --no-checks) DO_CHECKS=0; shift ;;
     --no-drill) DO_DRILL=0; shift ;;
     --no-timing) DO_TIMING=0; shift ;;
@@ -119,7 +124,7 @@ EOF
 fi
 
 if [[ $DO_TIMING -eq 1 && ( -n $REF || -n $REF_MPI ) ]]; then
-  PARAMS="{\"min_bytes\":8,\"max_bytes\":\"$MAX\",\"factor\":2,\"iters\":$ITERS,\"warmup\":$WARMUP}"
+  PARAMS="{\"min_bytes\":8,\"max_bytes\":\"$MAX\",\"factor\":2,\"iters\":$ITERS,\"warmup\":$WARMUP${KILN_EXTRA:+,$KILN_EXTRA}}"
   IFS=, read -r -a CL <<<"$COLLS"
   for c in "${CL[@]}"; do
     for r in $(seq 1 "$REPS"); do
@@ -127,7 +132,7 @@ if [[ $DO_TIMING -eq 1 && ( -n $REF || -n $REF_MPI ) ]]; then
       rm -f "$OUTDIR/ref_${c}_$r.json" "$OUTDIR/refmpi_${c}_$r.json"
       NT_ARGS=(-b 8 -e "$MAX" -f 2 -n "$ITERS" -w "$WARMUP" -c 0)
       if [[ -n $REF ]]; then
-        timeout -k 10 600 "$REF/${c}_perf" "${NT_ARGS[@]}" -g "$NP" -J "$OUTDIR/ref_${c}_$r.json" \
+        timeout -k 10 600 ${REF_PREFIX:-} "$REF/${c}_perf" "${NT_ARGS[@]}" -g "$NP" -J "$OUTDIR/ref_${c}_$r.json" \
           >"$OUTDIR/ref_${c}_$r.txt" 2>&1 || echo "nccl-tests $c failed, see $OUTDIR/ref_${c}_$r.txt" >&2
       fi
       if [[ -n $REF_MPI ]]; then

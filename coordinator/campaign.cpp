@@ -184,6 +184,16 @@ RoundRecord Campaign::run_round(proto::Round round, const std::string& reason) {
   pump(Clock::now());
   for (int r : current_->expected)
     if (!current_->done.count(r)) current_->missing.insert(r);
+  // A rank that did not finish within the round's deadline and slack is dead or hung: leave it
+  // out of later rounds rather than waiting for it again, and say so.
+  for (int r : current_->missing) {
+    auto& st = ranks_.at(r);
+    if (st.lost) continue;
+    st.lost = true;
+    st.lost_reason = "did not finish round " + std::to_string(round.id) + " within its deadline";
+    progress("lost rank " + std::to_string(r) + " on " + st.host + ": " + st.lost_reason);
+    server_->close(st.session, st.lost_reason);
+  }
   current_->duration_s = seconds_since(start);
   RoundRecord out = *current_;
   current_ = nullptr;
@@ -228,7 +238,11 @@ std::vector<Finding> Campaign::findings() const {
   // Results that did not pass become findings, one per (code, entity). A test names the catalog
   // code in extra.finding (or extra.problems[].code); otherwise the code is test.<status>.
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<const Result*>> bad;
-  for (const auto& rr : rounds_)
+  // Localization rounds are judged by the planner (a timeout there is evidence against a group,
+  // not against each member), so only the plan's rounds make findings here.
+  auto judged_by_planner = [](const RoundRecord& rr) { return rr.reason.rfind("localize:", 0) == 0; };
+  for (const auto& rr : rounds_) {
+    if (judged_by_planner(rr)) continue;
     for (const auto& r : rr.results) {
       if (r.status != Status::Fail && r.status != Status::Error && r.status != Status::Timeout) continue;
       if (r.metric == "status" && r.status == Status::Fail) continue;  // the measurement itself is the evidence
@@ -241,6 +255,7 @@ std::vector<Finding> Campaign::findings() const {
       if (codes.empty()) codes.push_back("test." + to_string(r.status));
       for (const auto& c : codes) bad[{c, r.entity.kind, r.entity.id}].push_back(&r);
     }
+  }
   for (const auto& [key, rs] : bad) {
     const auto& [code, kind, id] = key;
     nlohmann::json ev = nlohmann::json::array();
@@ -252,7 +267,7 @@ std::vector<Finding> Campaign::findings() const {
     out.push_back(make_finding(code, {kind, id}, summary, ev));
   }
   for (const auto& rr : rounds_)
-    for (int r : rr.missing) {
+    for (int r : judged_by_planner(rr) ? std::set<int>{} : rr.missing) {
       auto it = ranks_.find(r);
       if (it != ranks_.end() && it->second.lost) continue;  // already a rank.lost finding
       out.push_back(make_finding("test.timeout", {"rank", std::to_string(r)},

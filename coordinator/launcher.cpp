@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 extern char** environ;
@@ -111,6 +112,16 @@ std::vector<std::string> LocalLauncher::mpirun_argv(const LaunchRequest& req) {
   for (const char* v : {"KILN_COORDINATOR", "KILN_SECRET_FILE"}) {
     argv.push_back("-x");
     argv.push_back(v);
+  }
+  // What the operator set for the ranks' libraries, NCCL and CUDA goes to every rank too (mpirun
+  // only guarantees the environment to ranks it starts on its own host).
+  for (char** e = environ; e && *e; ++e) {
+    const std::string_view kv(*e);
+    const std::string_view name = kv.substr(0, kv.find('='));
+    if (name == "LD_LIBRARY_PATH" || name.starts_with("NCCL_") || name.starts_with("CUDA_")) {
+      argv.push_back("-x");
+      argv.push_back(std::string(name));
+    }
   }
   for (const auto& a : req.extra_args) argv.push_back(a);
   argv.push_back(req.worker_binary.string());

@@ -93,9 +93,22 @@ struct SweepStopped {
 
 class DeviceBuffer {
  public:
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) { KILN_CUDA(cudaMalloc(&ptr_, std::max<std::size_t>(bytes, 16))); }
+  // nccl = true: ncclMemAlloc (cuMem memory, as nccl-tests allocates; NCCL falls back to cudaMalloc
+  // where cuMem is off). Otherwise cudaMalloc.
+  explicit DeviceBuffer(std::size_t bytes, bool nccl = false) : bytes_(bytes), nccl_(nccl) {
+    const std::size_t n = std::max<std::size_t>(bytes, 16);
+    if (nccl_) {
+      ncclResult_t r = ncclMemAlloc(&ptr_, n);
+      if (r != ncclSuccess) throw std::runtime_error(std::string("ncclMemAlloc: ") + ncclGetErrorString(r));
+    } else {
+      KILN_CUDA(cudaMalloc(&ptr_, n));
+    }
+  }
   ~DeviceBuffer() {
-    if (ptr_ && !leak_) cudaFree(ptr_);
+    if (ptr_ && !leak_) {
+      if (nccl_) ncclMemFree(ptr_);
+      else cudaFree(ptr_);
+    }
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -107,6 +120,7 @@ class DeviceBuffer {
  private:
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
+  bool nccl_ = false;
   bool leak_ = false;
 };
 
@@ -150,7 +164,15 @@ ncclResult_t wait_comm(ncclComm_t comm, Clock::time_point deadline) {
 // the call, so send/recv and all-to-all keep their operations on the non-blocking parent.
 class Communicator {
  public:
-  Communicator(const ncclUniqueId& id, int nranks, int rank, bool blocking_ops, Clock::time_point deadline) {
+  Communicator(const ncclUniqueId& id, int nranks, int rank, bool blocking_ops, bool direct, Clock::time_point deadline) {
+    if (direct && blocking_ops) {
+      // Benchmark aid (comm = "direct"): one blocking communicator, as nccl-tests makes it. Its
+      // init is not bounded by the deadline.
+      ncclResult_t r = ncclCommInitRank(&parent_, nranks, id, rank);
+      if (r == ncclSuccess) return;
+      abort();
+      throw SweepStopped{Failure::NcclError, std::string("communicator init: ") + ncclGetErrorString(r)};
+    }
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     cfg.blocking = 0;
     ncclResult_t r = ncclCommInitRankConfig(&parent_, nranks, id, rank, &cfg);
@@ -259,7 +281,7 @@ void CollectiveTest::run(Context& ctx, ResultSink& sink) {
       throw SweepStopped{Failure::Timeout, "the NCCL id did not arrive from group rank 0 by the deadline"};
 
     st.phase = kInit;
-    comm.emplace(id, n, me, blocking_ops(), coll_deadline);
+    comm.emplace(id, n, me, blocking_ops(), p.comm == "direct", coll_deadline);
     stream.emplace();
 
     // Buffers as nccl-tests sizes them: send and receive of the largest line each, capped by memory.
@@ -276,8 +298,8 @@ void CollectiveTest::run(Context& ctx, ResultSink& sink) {
     std::size_t buf_bytes = 0;
     for (std::size_t s : ladder) buf_bytes = std::max(buf_bytes, shape_for(c, s, sizeof(float), n).line_bytes());
     buf_bytes = std::max(buf_bytes, ladder.back());
-    sendbuf.emplace(buf_bytes);
-    recvbuf.emplace(buf_bytes);
+    sendbuf.emplace(buf_bytes, p.buffers == "nccl");
+    recvbuf.emplace(buf_bytes, p.buffers == "nccl");
     errors.emplace(sizeof(unsigned long long));
     const std::size_t buf_count = buf_bytes / sizeof(float);
     // Never time on zeros or on whatever cudaMalloc left: fill both with the pattern once.

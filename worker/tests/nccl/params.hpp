@@ -39,6 +39,13 @@ struct SweepParams {
   bool check = false;
   int root = 0;
   double abort_grace_s = 5.0;
+  // Where the send and receive buffers come from: "nccl" (ncclMemAlloc, cuMem memory mapped for
+  // the peer GPUs, what nccl-tests uses) or "cuda" (cudaMalloc).
+  std::string buffers = "nccl";
+  // Which communicator runs the operations: "split" (a blocking child split off the non-blocking
+  // parent; init bounded by the deadline) or "direct" (one blocking communicator made by
+  // ncclCommInitRank, as nccl-tests does; its init is not bounded: a benchmark aid only).
+  std::string comm = "split";
 };
 
 inline std::size_t bytes_param(const nlohmann::json& p, const char* name, std::size_t fallback) {
@@ -63,6 +70,10 @@ inline SweepParams parse_sweep_params(const nlohmann::json& p) {
   s.check = p.value("check", s.check);
   s.root = p.value("root", s.root);
   s.abort_grace_s = p.value("abort_grace_s", s.abort_grace_s);
+  s.buffers = p.value("buffers", s.buffers);
+  if (s.buffers != "nccl" && s.buffers != "cuda") throw std::invalid_argument("buffers must be nccl or cuda, not '" + s.buffers + "'");
+  s.comm = p.value("comm", s.comm);
+  if (s.comm != "split" && s.comm != "direct") throw std::invalid_argument("comm must be split or direct, not '" + s.comm + "'");
   const std::string placement = p.value("placement", std::string("both"));
   if (placement == "both") {
     s.out_of_place = s.in_place = true;
