@@ -80,7 +80,8 @@ struct RunConfig {
   std::string listen;
   std::string advertise;
   std::string worker;
-  std::string tests = "host.inventory,mpi.all_reduce";
+  // The embedded default burn-in plan: GPU, NCCL and RDMA tests report SKIP where the hardware is absent.
+  std::string tests = "host.inventory,gpu.health,mpi.all_reduce,gpu.burn,gpu.memtest,gpu.copy_bw,nccl.all_reduce,ib.ports";
   std::string params;  // JSON object: {"test.key": {...}}
   double deadline = 120;
   double connect_timeout = 60;

@@ -4,7 +4,7 @@ source "$(dirname "$0")/localize_lib.sh"
 need_testbed 6
 trap 'clear_faults; rm -rf "$TMP"' EXIT
 clear_faults
-"$TESTBED" fault slow node3 200mbit || { echo "SKIP: cannot shape node3"; exit 77; }
+"$TESTBED" fault slow node3 100mbit || { echo "SKIP: cannot shape node3"; exit 77; }
 OUT="$TMP/slow"
 start=$SECONDS
 run_localize "$OUT"

@@ -5,7 +5,7 @@ source "$(dirname "$0")/localize_lib.sh"
 need_testbed 6
 trap 'clear_faults; rm -rf "$TMP"' EXIT
 clear_faults
-"$TESTBED" fault slow node2 200mbit || { echo "SKIP: cannot shape node2"; exit 77; }
+"$TESTBED" fault slow node2 100mbit || { echo "SKIP: cannot shape node2"; exit 77; }
 OUT="$TMP/mixed"
 TESTS=nccl.all_reduce,nccl.alltoall,nccl.sendrecv,rdma.write_bw,rdma.read_bw,rdma.send_lat,ib.ports,gpu.health
 "$KILN" run --partition debug --nodes "$TESTBED_NODES" --out "$OUT" "${LOCALIZE_ARGS[@]}" --tests "$TESTS" \

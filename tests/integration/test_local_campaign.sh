@@ -2,7 +2,7 @@
 # kiln run --launcher local --ranks 4: results from all 4 ranks reach results.jsonl and report.json.
 source "$(dirname "$0")/lib.sh"
 OUT="$TMP/run"
-"$KILN" run --launcher local --ranks 4 --out "$OUT" --quiet \
+"$KILN" run --launcher local --ranks 4 --out "$OUT" --quiet --tests host.inventory,mpi.all_reduce \
   --params '{"mpi.all_reduce":{"max_bytes":1048576}}' > "$TMP/summary.txt" 2> "$TMP/stderr.txt"
 rc=$?
 [ $rc -eq 0 ] && pass "campaign exit 0" || { bad "campaign exit $rc"; cat "$TMP/summary.txt" "$TMP/stderr.txt" "$OUT/workers.log"; }
