@@ -22,6 +22,9 @@ std::optional<std::string> CollectiveTest::applicable(const NodeInfo& node) cons
 #if KILN_HAVE_NCCL
   if (node.gpu_count <= 0)
     return node.gpu_skip_reason.empty() ? std::string("no CUDA GPU visible") : node.gpu_skip_reason;
+  if (node.local_size > node.gpu_count)
+    return std::to_string(node.local_size) + " ranks on " + node.host + " but only " + std::to_string(node.gpu_count) +
+           " GPU(s): NCCL needs one rank per GPU (start as many ranks per node as GPUs)";
   return std::nullopt;
 #else
   (void)node;
