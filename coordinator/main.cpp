@@ -14,6 +14,7 @@
 #include <random>
 
 #include "common/auth.hpp"
+#include "common/env_options.hpp"
 #include "common/hostlist.hpp"
 #include "common/net.hpp"
 #include "coordinator/campaign.hpp"
@@ -63,15 +64,6 @@ std::string make_run_id() {
   return std::string(buf) + "-" + auth::random_hex(3);
 }
 
-// KILN_<NAME> sets --<name> (dashes as underscores); other KILN_ variables are left alone.
-std::function<std::string(std::string)> env_mapper(const po::options_description& desc) {
-  return [&desc](const std::string& env) -> std::string {
-    if (env.rfind("KILN_", 0) != 0) return {};
-    std::string name = env.substr(5);
-    for (auto& c : name) c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return desc.find_nothrow(name, false) ? name : std::string();
-  };
-}
 
 struct RunConfig {
   std::string launcher = "auto";
@@ -142,7 +134,7 @@ int cmd_run(const std::vector<std::string>& args) {
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::store(po::parse_environment(desc, env_mapper(desc)), vm);
+    po::store(po::parse_environment(desc, env_option_mapper(desc)), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     return fail(std::string(e.what()) + " (see kiln run --help)");

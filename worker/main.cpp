@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "common/auth.hpp"
+#include "common/env_options.hpp"
 #include "common/net.hpp"
 #include "worker/link.hpp"
 #include "worker/node_info.hpp"
@@ -32,15 +33,6 @@ struct Config {
   double deadline = 120;
 };
 
-// KILN_<NAME> sets --<name> (dashes as underscores); other KILN_ variables are left alone.
-std::function<std::string(std::string)> env_mapper(const po::options_description& desc) {
-  return [&desc](const std::string& env) -> std::string {
-    if (env.rfind("KILN_", 0) != 0) return {};
-    std::string name = env.substr(5);
-    for (auto& c : name) c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return desc.find_nothrow(name, false) ? name : std::string();
-  };
-}
 
 // Exits this rank with a one-line reason. Under mpirun a non-zero exit ends the whole job,
 // which is what we want when a rank cannot take part.
@@ -159,7 +151,7 @@ int main(int argc, char** argv) {
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::store(po::parse_environment(desc, env_mapper(desc)), vm);
+    po::store(po::parse_environment(desc, env_option_mapper(desc)), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     std::fprintf(stderr, "kiln-worker: error: %s (see kiln-worker --help)\n", e.what());

@@ -36,24 +36,9 @@ class MpiAllReduce : public Test {
       const int count = static_cast<int>(std::max<std::int64_t>(1, bytes / static_cast<std::int64_t>(sizeof(float))));
       const int iters = iterations_for(bytes, ctx.param<std::int64_t>("bytes_per_size", 256 << 20),
                                        ctx.param<int>("max_iters", 50));
-      const int warmup = 1;
-      double elapsed = 0;
-      for (int it = 0; it < warmup + iters; ++it) {
-        if (it == warmup) {
-          wait_request(ctx, [&](MPI_Request* r) { return MPI_Ibarrier(ctx.comm, r); }, send, recv);
-          elapsed = -MPI_Wtime();
-        }
-        wait_request(ctx, [&](MPI_Request* r) {
-          return MPI_Iallreduce(send->data(), recv->data(), count, MPI_FLOAT, MPI_SUM, ctx.comm, r);
-        }, send, recv);
-      }
-      elapsed += MPI_Wtime();
-      // The group's figure is its slowest member's: that is what a training step would wait for.
-      double slowest = 0;
-      wait_request(ctx, [&](MPI_Request* r) {
-        return MPI_Iallreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, ctx.comm, r);
+      const double t = time_group_op(ctx, iters, [&](MPI_Request* r) {
+        return MPI_Iallreduce(send->data(), recv->data(), count, MPI_FLOAT, MPI_SUM, ctx.comm, r);
       }, send, recv);
-      const double t = slowest / iters;
       const double algbw = static_cast<double>(count) * sizeof(float) / t / 1e9;
       const double busbw = algbw * (n > 1 ? 2.0 * (n - 1) / n : 1.0);
       bool ok = true;

@@ -32,22 +32,9 @@ class MpiAlltoall : public Test {
       const int block = static_cast<int>(std::max<std::int64_t>(1, bytes / n));
       const int iters = iterations_for(bytes, ctx.param<std::int64_t>("bytes_per_size", 64 << 20),
                                         ctx.param<int>("max_iters", 20));
-      double elapsed = 0;
-      for (int it = 0; it < 1 + iters; ++it) {
-        if (it == 1) {
-          wait_request(ctx, [&](MPI_Request* r) { return MPI_Ibarrier(ctx.comm, r); }, send, recv);
-          elapsed = -MPI_Wtime();
-        }
-        wait_request(ctx, [&](MPI_Request* r) {
-          return MPI_Ialltoall(send->data(), block, MPI_CHAR, recv->data(), block, MPI_CHAR, ctx.comm, r);
-        }, send, recv);
-      }
-      elapsed += MPI_Wtime();
-      double slowest = 0;
-      wait_request(ctx, [&](MPI_Request* r) {
-        return MPI_Iallreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, ctx.comm, r);
+      const double t = time_group_op(ctx, iters, [&](MPI_Request* r) {
+        return MPI_Ialltoall(send->data(), block, MPI_CHAR, recv->data(), block, MPI_CHAR, ctx.comm, r);
       }, send, recv);
-      const double t = slowest / iters;
       const std::int64_t total = static_cast<std::int64_t>(block) * n;
       const double algbw = static_cast<double>(total) / t / 1e9;
       const double busbw = algbw * (n > 1 ? static_cast<double>(n - 1) / n : 1.0);

@@ -27,6 +27,22 @@ void wait_request(Context& ctx, const std::function<int(MPI_Request*)>& start, s
 
 void poll_request(Context& ctx, MPI_Request& req, const std::function<void()>& on_abandon);
 
+// One warm-up operation, a barrier, then `iters` timed operations; returns the slowest member's
+// seconds per operation (the group's figure: what a training step would wait for).
+template <class A, class B>
+double time_group_op(Context& ctx, int iters, const std::function<int(MPI_Request*)>& op, std::unique_ptr<A>& a,
+                     std::unique_ptr<B>& b) {
+  wait_request(ctx, op, a, b);
+  wait_request(ctx, [&](MPI_Request* r) { return MPI_Ibarrier(ctx.comm, r); }, a, b);
+  double elapsed = -MPI_Wtime();
+  for (int it = 0; it < iters; ++it) wait_request(ctx, op, a, b);
+  elapsed += MPI_Wtime();
+  double slowest = 0;
+  wait_request(ctx, [&](MPI_Request* r) { return MPI_Iallreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, ctx.comm, r); },
+               a, b);
+  return slowest / iters;
+}
+
 void emit_bw(ResultSink& sink, const Context& ctx, std::int64_t bytes, double seconds, double algbw, double busbw,
              bool data_ok);
 
