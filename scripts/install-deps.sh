@@ -10,7 +10,7 @@ PACKAGES=(
   libboost-program-options-dev libboost-dev nlohmann-json3-dev libspdlog-dev catch2
   libibverbs-dev libssl-dev libsqlite3-dev sqlite3 libtomlplusplus-dev fio
   slurm-wlm slurmd slurmctld slurm-client munge
-  iproute2 procps psmisc util-linux
+  iproute2 procps psmisc util-linux bc mawk
 )
 
 missing=()
