@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <atomic>
+
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -18,6 +20,14 @@ namespace kiln::coord {
 
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
+
+namespace {
+// Set from a signal handler (SIGINT/SIGTERM), so it has to be a lock-free global.
+std::atomic<int> g_stop_signal{0};
+}  // namespace
+
+void request_stop(int signal_number) { g_stop_signal.store(signal_number); }
+int stop_requested() { return g_stop_signal.load(); }
 
 namespace {
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -136,7 +146,7 @@ bool Campaign::wait_for_workers() {
   auto last_note = Clock::now();
   std::string last_progress;
   while (static_cast<int>(live_ranks().size()) < opts_.ranks) {
-    if (Clock::now() >= deadline) return false;
+    if (Clock::now() >= deadline || stop_requested()) return false;
     pump(std::min(deadline, Clock::now() + std::chrono::milliseconds(200)));
     if (launch_end_) return false;
     auto p = launcher_.progress();
@@ -170,7 +180,7 @@ RoundRecord Campaign::run_round(proto::Round round, const std::string& reason) {
     std::set<int> waiting;
     for (int r : current_->expected)
       if (!current_->done.count(r) && !ranks_.at(r).lost) waiting.insert(r);
-    if (waiting.empty() || Clock::now() >= deadline || launch_end_) break;
+    if (waiting.empty() || Clock::now() >= deadline || launch_end_ || stop_requested()) break;
     pump(std::min(deadline, Clock::now() + std::chrono::milliseconds(500)));
     if (current_->done.size() != shown || seconds_since(last_note) > 10) {
       shown = current_->done.size();
@@ -188,7 +198,7 @@ RoundRecord Campaign::run_round(proto::Round round, const std::string& reason) {
   // out of later rounds rather than waiting for it again, and say so.
   for (int r : current_->missing) {
     auto& st = ranks_.at(r);
-    if (st.lost) continue;
+    if (st.lost || stop_requested()) continue;  // an interrupted round proves nothing about its ranks
     st.lost = true;
     st.lost_reason = "did not finish round " + std::to_string(round.id) + " within its deadline";
     progress("lost rank " + std::to_string(r) + " on " + st.host + ": " + st.lost_reason);
@@ -433,7 +443,17 @@ int Campaign::run() {
     write_report_and_summary("error", std::string("launch failed: ") + e.what());
     return 2;
   }
+  // Ctrl-C or a scheduler's SIGTERM: stop the workers (scancel on SLURM), keep what arrived, say so.
+  auto interrupted = [&] {
+    if (!stop_requested()) return false;
+    progress("interrupted by signal " + std::to_string(stop_requested()) + ": stopping the workers");
+    launch_end_ = launcher_.finish(std::chrono::seconds(0));
+    write_report_and_summary("error", "interrupted by signal " + std::to_string(stop_requested()) +
+                                          "; results received so far are kept");
+    return true;
+  };
   if (!wait_for_workers()) {
+    if (interrupted()) return 2;
     std::string why;
     if (launch_end_)
       why = "the " + launcher_.name() + " job ended (" + launch_end_->state + ") before all workers connected";
@@ -453,12 +473,14 @@ int Campaign::run() {
     round.tests = {t};
     round.deadline_s = opts_.test_deadline_s;
     run_round(round, "");
-    if ((launch_end_ && !launch_end_->ok) || live_ranks().empty()) break;  // nobody left to run it
+    if ((launch_end_ && !launch_end_->ok) || live_ranks().empty() || stop_requested()) break;  // nobody left to run it
   }
+  if (interrupted()) return 2;
   if (opts_.localize && !(launch_end_ && !launch_end_->ok)) {
     auto [found, section] = opts_.localize(*this);
     extra_findings_.insert(extra_findings_.end(), found.begin(), found.end());
     localization_ = std::move(section);
+    if (interrupted()) return 2;
   }
   // Every rank gone before our bye: the job ended under us (scancel, a node failure, a time
   // limit). The launcher may see that a poll or two later; wait briefly so the report says so.

@@ -63,6 +63,11 @@ struct RoundRecord {
 class ResultServer;
 class ResultStore;
 
+// Asks a running campaign to stop (from a SIGINT/SIGTERM handler): it stops its workers, writes
+// the report with what it has, and returns 2.
+void request_stop(int signal_number);
+int stop_requested();
+
 class Campaign {
  public:
   Campaign(CampaignOptions opts, Launcher& launcher);

@@ -83,6 +83,7 @@ LocalizeOutcome localize(Campaign& campaign, const LocalizeOptions& opts) {
   analysis::Planner planner(static_cast<int>(units.names.size()), cfg, opts.topology, units.names);
   std::set<int> lost_units;
   while (auto plan = planner.next()) {
+    if (stop_requested()) break;
     for (std::size_t u = 0; u < units.rank_of.size(); ++u) {
       auto it = campaign.ranks().find(units.rank_of[u]);
       if (it == campaign.ranks().end() || it->second.lost) lost_units.insert(static_cast<int>(u));

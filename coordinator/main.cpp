@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <functional>
 #include <filesystem>
@@ -264,6 +265,8 @@ int cmd_run(const std::vector<std::string>& args) {
                                                       slurm_runner);
   else
     launcher = std::make_unique<coord::ExternalLauncher>();
+  std::signal(SIGINT, coord::request_stop);
+  std::signal(SIGTERM, coord::request_stop);
   try {
     coord::Campaign campaign(o, *launcher);
     if (c.launcher == "none")
