@@ -159,11 +159,11 @@ bool Campaign::wait_for_workers() {
   return true;
 }
 
-RoundRecord Campaign::run_round(proto::Round round, const std::string& reason) {
+RoundRecord Campaign::run_round(proto::Round round, const std::string& reason, Phase phase) {
   round.id = next_round_id_++;
   const auto live = live_ranks();
   if (round.groups.empty()) round.groups.push_back(std::vector<int>(live.begin(), live.end()));
-  rounds_.push_back(RoundRecord{round, reason, 0.0, live, {}, {}, {}});
+  rounds_.push_back(RoundRecord{round, reason, phase, 0.0, live, {}, {}, {}});
   current_ = &rounds_.back();
   std::string names;
   for (const auto& t : round.tests) names += (names.empty() ? "" : ",") + t.key;
@@ -248,9 +248,8 @@ std::vector<Finding> Campaign::findings() const {
   // Results that did not pass become findings, one per (code, entity). A test names the catalog
   // code in extra.finding (or extra.problems[].code); otherwise the code is test.<status>.
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<const Result*>> bad;
-  // Localization rounds are judged by the planner (a timeout there is evidence against a group,
-  // not against each member), so only the plan's rounds make findings here.
-  auto judged_by_planner = [](const RoundRecord& rr) { return rr.reason.rfind("localize:", 0) == 0; };
+  // Only the plan's rounds make findings here; the planner judges the localization rounds.
+  auto judged_by_planner = [](const RoundRecord& rr) { return rr.phase == Phase::Localize; };
   for (const auto& rr : rounds_) {
     if (judged_by_planner(rr)) continue;
     for (const auto& r : rr.results) {

@@ -50,9 +50,14 @@ struct RankState {
   std::map<std::string, std::uint64_t> by_status;
 };
 
+// Plan rounds run the test plan and their failures become findings directly; localization rounds
+// are evidence for the planner, which judges them (a timeout there is against a group, not a rank).
+enum class Phase { Plan, Localize };
+
 struct RoundRecord {
   proto::Round round;
   std::string reason;
+  Phase phase = Phase::Plan;
   double duration_s = 0.0;
   std::set<int> expected;  // ranks asked to take part
   std::set<int> done;
@@ -77,7 +82,7 @@ class Campaign {
 
   // Runs one round over the live ranks and returns what came back. Exposed for the localization
   // phase, which drives rounds chosen by the planner.
-  RoundRecord run_round(proto::Round round, const std::string& reason);
+  RoundRecord run_round(proto::Round round, const std::string& reason, Phase phase = Phase::Plan);
   const std::map<int, RankState>& ranks() const { return ranks_; }
 
  private:

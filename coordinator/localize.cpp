@@ -98,7 +98,7 @@ LocalizeOutcome localize(Campaign& campaign, const LocalizeOptions& opts) {
         if (!lost_units.count(unit)) ranks.push_back(units.rank_of[static_cast<std::size_t>(unit)]);
       round.groups.push_back(ranks);
     }
-    const auto rec = campaign.run_round(round, "localize: " + plan->reason);
+    const auto rec = campaign.run_round(round, "localize: " + plan->reason, Phase::Localize);
     planner.observe(*plan, outcomes_from_round(*plan, rec, units, lost_units, opts.size_bytes));
   }
   result.findings = planner.findings();

@@ -73,10 +73,8 @@ class StampingSink : public ResultSink {
 // A non-blocking roll call over the group before the (blocking) communicator creation: every
 // member sends a token to every other and waits for theirs until the deadline. A dead or hung
 // member then costs this group a TIMEOUT instead of hanging it, and other groups never notice.
-bool members_alive(const std::vector<int>& members, std::int64_t round_id, std::size_t index,
+bool members_alive(int me, const std::vector<int>& members, std::int64_t round_id, std::size_t index,
                    std::chrono::steady_clock::time_point deadline) {
-  int me = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
   const int tag = static_cast<int>(1000 + (round_id * 16 + static_cast<std::int64_t>(index)) % 20000);
   auto tokens = std::make_shared<std::vector<int>>(members.size() * 2, 1);
   std::vector<MPI_Request> reqs;
@@ -142,7 +140,7 @@ void Runner::run_test(const proto::Round& round, std::size_t index) {
               Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_s)),
               faults_};
   MPI_Comm group_comm = MPI_COMM_NULL;
-  if (scope == Scope::Group && !members_alive(members, round.id, index, ctx.deadline)) {
+  if (scope == Scope::Group && !members_alive(node_.world_rank, members, round.id, index, ctx.deadline)) {
     status_result(Status::Timeout, "a member of the group never arrived (dead or hung rank)", deadline_s, group_id);
     return;
   }

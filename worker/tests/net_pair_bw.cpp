@@ -8,6 +8,7 @@
 
 #include "worker/test.hpp"
 #include "worker/tests/mpi_common.hpp"
+#include "worker/tests/nccl/mpi_deadline.hpp"
 
 namespace kiln::worker {
 namespace {
@@ -30,22 +31,12 @@ class NetPairBw : public Test {
       return;
     }
     const int me = ctx.group_rank, peer = 1 - me;
-    // Who is on the other end, for the link's name.
-    // Both names live in one heap buffer that is abandoned, not freed, if the peer never answers.
-    auto names = std::make_unique<std::vector<char>>(512, 0);
-    char* mine = names->data();
-    char* theirs = names->data() + 256;
-    std::snprintf(mine, 256, "%s", ctx.node.host.c_str());
-    auto unused = std::make_unique<std::vector<char>>(1, 0);
-    auto send_name = [&] { wait_request(ctx, [&](MPI_Request* r) { return MPI_Isend(mine, 256, MPI_CHAR, peer, 1, ctx.comm, r); }, names, unused); };
-    auto recv_name = [&] { wait_request(ctx, [&](MPI_Request* r) { return MPI_Irecv(theirs, 256, MPI_CHAR, peer, 1, ctx.comm, r); }, names, unused); };
-    if (me == 0) {
-      send_name();
-      recv_name();
-    } else {
-      recv_name();
-      send_name();
-    }
+    // Who is on the other end, for the link's name (a deadline-bounded swap: a peer that never
+    // answers is a timeout, not a hang).
+    char mine[256] = {}, theirs[256] = {};
+    std::snprintf(mine, sizeof mine, "%s", ctx.node.host.c_str());
+    if (!mpi_deadline::Exchanger(ctx.comm).swap(peer, mine, theirs, sizeof mine, ctx.deadline))
+      throw DeadlineExceeded("the peer did not answer before the deadline");
     std::string a = ctx.node.host, b = theirs;
     if (a == b) {
       a += "/rank" + std::to_string(ctx.group_world_ranks[static_cast<std::size_t>(me)]);

@@ -14,26 +14,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/stats.hpp"
+
 namespace kiln::worker::gpu {
 
-inline double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  const auto mid = static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  const double hi = v[static_cast<std::size_t>(mid)];
-  if (v.size() % 2 == 1) return hi;
-  return 0.5 * (*std::max_element(v.begin(), v.begin() + mid) + hi);
-}
-
+// The project's robust statistics (common/stats.hpp), except that an empty sample (no telemetry
+// yet) reads as 0 in a report instead of throwing.
+inline double median(const std::vector<double>& v) { return v.empty() ? 0.0 : stats::median(v); }
 // Median absolute deviation (unscaled).
-inline double mad(const std::vector<double>& v) {
-  if (v.empty()) return 0.0;
-  const double m = median(v);
-  std::vector<double> dev;
-  dev.reserve(v.size());
-  for (double x : v) dev.push_back(std::fabs(x - m));
-  return median(std::move(dev));
-}
+inline double mad(const std::vector<double>& v) { return v.empty() ? 0.0 : stats::mad(v); }
 
 // Peer verdict for one value among the node's GPUs (higher is better: TFLOP/s, GB/s).
 // The reference is the median of the *other* values, so one slow GPU out of two is still caught

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/check.hpp"
+#include "worker/tests/gpu/cuda_util.hpp"  // KILN_CUDA: the worker's one CUDA check macro
 #include "worker/tests/nccl/mpi_deadline.hpp"
 #include "worker/tests/nccl/params.hpp"
 
@@ -48,12 +49,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using mpi_deadline::Exchanger;
-
-#define KILN_CUDA(expr)                                                                        \
-  do {                                                                                         \
-    cudaError_t e_ = (expr);                                                                   \
-    if (e_ != cudaSuccess) ::kiln::throw_check("cuda", #expr, cudaGetErrorString(e_), __FILE__, __LINE__); \
-  } while (0)
 
 // What went wrong on this rank, if anything; decides the result's status and the abort.
 enum class Failure : std::int32_t { None = 0, Timeout = 1, NcclError = 2, Drill = 3 };
