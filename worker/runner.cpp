@@ -54,10 +54,18 @@ class StampingSink : public ResultSink {
     if (r.entity.kind.empty()) r.entity = {"rank", std::to_string(node_.world_rank)};
     if (r.ts == 0.0) r.ts = now_unix();
     if (severity_rank(r.status) > severity_rank(worst_) && r.status != Status::Skip) worst_ = r.status;
+    if (r.status == Status::Skip) {
+      if (skip_reason_.empty()) skip_reason_ = r.reason;
+    } else {
+      ran_ = true;
+    }
     ++count_;
     emit_(r);
   }
   Status worst() const { return worst_; }
+  // The test reported results and every one was a SKIP: it did not run here.
+  bool only_skipped() const { return count_ > 0 && !ran_; }
+  const std::string& skip_reason() const { return skip_reason_; }
   std::size_t count() const { return count_; }
 
  private:
@@ -68,6 +76,8 @@ class StampingSink : public ResultSink {
   Runner::Emit& emit_;
   Status worst_ = Status::Pass;
   std::size_t count_ = 0;
+  bool ran_ = false;
+  std::string skip_reason_;
 };
 
 // A non-blocking roll call over the group before the (blocking) communicator creation: every
@@ -181,6 +191,10 @@ void Runner::run_test(const proto::Round& round, std::size_t index) {
       test->run(ctx, sink);
       final_status = sink.worst();
       if (final_status != Status::Pass) why = "a measurement did not pass";
+      if (sink.only_skipped()) {  // a test that could not run is SKIP, never PASS
+        final_status = Status::Skip;
+        why = sink.skip_reason();
+      }
     } catch (const DeadlineExceeded& e) {
       final_status = Status::Timeout;
       why = e.what();
