@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "worker/test.hpp"
+#include "worker/check.hpp"
 
 namespace kiln::worker {
 

@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "worker/test.hpp"
+#include "worker/check.hpp"
 
 namespace kiln::worker {
 
@@ -11,7 +11,7 @@ Registry& Registry::instance() {
 
 void Registry::add(Factory f) { factories_.push_back(std::move(f)); }
 
-std::unique_ptr<Test> Registry::create(const std::string& key) const {
+std::unique_ptr<Check> Registry::create(const std::string& key) const {
   for (const auto& f : factories_) {
     auto t = f();
     if (t->key() == key) return t;

@@ -5,7 +5,7 @@
 #include <functional>
 
 #include "common/protocol.hpp"
-#include "worker/test.hpp"
+#include "worker/check.hpp"
 
 namespace kiln::worker {
 

@@ -5,9 +5,9 @@
 
 #include <cmath>
 
-#include "worker/test.hpp"
-#include "worker/tests/gpu/kernels.hpp"
-#include "worker/tests/gpu/verdict.hpp"
+#include "worker/check.hpp"
+#include "worker/checks/gpu/kernels.hpp"
+#include "worker/checks/gpu/verdict.hpp"
 
 using namespace kiln::worker;
 using namespace kiln::worker::gpu;

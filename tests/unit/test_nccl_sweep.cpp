@@ -2,8 +2,8 @@
 // the size ladder, parameters and the hang drill switch.
 #include <catch2/catch.hpp>
 
-#include "worker/tests/nccl/params.hpp"
-#include "worker/tests/nccl/sweep.hpp"
+#include "worker/checks/nccl/params.hpp"
+#include "worker/checks/nccl/sweep.hpp"
 
 using namespace kiln::worker::nccl;
 

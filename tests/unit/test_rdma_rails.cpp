@@ -1,7 +1,7 @@
 // Rail pairing and bandwidth arithmetic of the rdma.* pair tests.
 #include <catch2/catch.hpp>
 
-#include "worker/tests/rdma/rails.hpp"
+#include "worker/checks/rdma/rails.hpp"
 
 using namespace kiln::worker::rdma;
 

@@ -1,7 +1,7 @@
 // ib.ports' reading of /sys/class/infiniband, on a fixture tree (tests/data/ib): no HCA here.
 #include <catch2/catch.hpp>
 
-#include "worker/tests/rdma/sysfs.hpp"
+#include "worker/hw/ib_sysfs.hpp"
 
 using namespace kiln::worker::rdma;
 

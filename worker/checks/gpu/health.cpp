@@ -1,0 +1,268 @@
+// gpu.health: inventory and health of every GPU of the node, read through NVML (loaded at run
+// time) and probed through CUDA. Count and model against the spec, driver, ECC mode and counts,
+// retired pages, row remapping, PCIe link, clocks, power limit, throttle reasons, persistence and
+// MIG mode, and the XID events seen since the worker started. Read-only: it changes no setting.
+#include <cstdlib>
+#include <sstream>
+
+#include "worker/checks/gpu/common.hpp"
+#include "worker/hw/cuda_util.hpp"
+#include "worker/hw/nvml.hpp"
+
+namespace kiln::worker::gpu {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kKey = "gpu.health";
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Collects one GPU's problems; each carries a findings-catalog code (docs/gpu-tests.md).
+struct Problems {
+  json list = json::array();
+  void add(const std::string& code, const std::string& what) {
+    list.push_back({{"code", code}, {"what", what}});
+  }
+  std::string reason() const {
+    std::string r;
+    for (const auto& p : list) r += (r.empty() ? "" : "; ") + p["what"].get<std::string>();
+    return r;
+  }
+};
+
+// NVML fields of one GPU into `f`, problems into `p`. Returns false when the GPU is lost.
+bool read_gpu(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f, Problems& p) {
+  std::string s;
+  int rc = lib.name(d, &s);
+  if (rc == nvml::kErrGpuIsLost) {
+    p.add("gpu.lost", "GPU has fallen off the bus (NVML: " + lib.error(rc) + ")");
+    return false;
+  }
+  f["name"] = s;
+  if (lib.uuid(d, &s) == nvml::kSuccess) f["uuid"] = s;
+  if (lib.serial(d, &s) == nvml::kSuccess) f["serial"] = s;
+  if (lib.bus_id(d, &s) == nvml::kSuccess) f["pci_bus_id"] = s;
+  const auto model = ctx.param<std::string>("expected_model", "");
+  if (!model.empty() && lower(f["name"].get<std::string>()).find(lower(model)) == std::string::npos)
+    p.add("gpu.model", "model '" + f["name"].get<std::string>() + "', spec expects '" + model + "'");
+
+  bool cur = false, pend = false;
+  if (lib.ecc_mode(d, &cur, &pend) == nvml::kSuccess) {
+    f["ecc_enabled"] = cur;
+    f["ecc_enabled_after_reset"] = pend;
+    if (!cur && ctx.param("require_ecc", true)) p.add("gpu.ecc_disabled", "ECC is disabled");
+  }
+  std::uint64_t v = 0;
+  const char* names[2][2] = {{"ecc_corrected_volatile", "ecc_corrected_aggregate"},
+                             {"ecc_uncorrected_volatile", "ecc_uncorrected_aggregate"}};
+  for (int type = 0; type < 2; ++type)
+    for (int counter = 0; counter < 2; ++counter)
+      if (lib.ecc_count(d, type, counter, &v) == nvml::kSuccess) f[names[type][counter]] = v;
+  if (f.value("ecc_uncorrected_volatile", 0ULL) > 0)
+    p.add("gpu.ecc_uncorrectable", std::to_string(f["ecc_uncorrected_volatile"].get<std::uint64_t>()) +
+                                       " uncorrectable ECC errors since the driver loaded");
+  const auto max_agg = ctx.param<long long>("max_ecc_uncorrected_aggregate", -1);
+  if (max_agg >= 0 && f.value("ecc_uncorrected_aggregate", 0LL) > max_agg)
+    p.add("gpu.ecc_uncorrectable", "lifetime uncorrectable ECC errors above the spec");
+
+  unsigned pages = 0;
+  bool pending = false;
+  if (lib.retired_pages(d, 0, &pages) == nvml::kSuccess) f["retired_pages_sbe"] = pages;
+  if (lib.retired_pages(d, 1, &pages) == nvml::kSuccess) f["retired_pages_dbe"] = pages;
+  if (lib.retired_pages_pending(d, &pending) == nvml::kSuccess) {
+    f["retired_pages_pending"] = pending;
+    if (pending) p.add("gpu.reset_required", "page retirement pending: reset the GPU");
+  }
+  unsigned corr = 0, unc = 0;
+  bool failed = false;
+  if (lib.remapped_rows(d, &corr, &unc, &pending, &failed) == nvml::kSuccess) {
+    f["remapped_rows"] = {{"correctable", corr}, {"uncorrectable", unc},
+                          {"pending", pending}, {"failure", failed}};
+    if (failed) p.add("gpu.row_remap_failure", "row remapping failed: the GPU needs service");
+    else if (pending) p.add("gpu.reset_required", "row remap pending: reset the GPU");
+  }
+
+  unsigned gc = 0, gm = 0, wc = 0, wm = 0;
+  if (lib.pcie_gen(d, &gc, &gm) == nvml::kSuccess) f["pcie_gen"] = {{"current", gc}, {"max", gm}};
+  if (lib.pcie_width(d, &wc, &wm) == nvml::kSuccess) {
+    f["pcie_width"] = {{"current", wc}, {"max", wm}};
+    // Link generation drops at idle to save power; the width never should.
+    if (wc > 0 && wm > 0 && wc < wm)
+      p.add("gpu.pcie_degraded", "PCIe link x" + std::to_string(wc) + " of x" + std::to_string(wm));
+  }
+  const auto min_gen = ctx.param<unsigned>("min_pcie_gen_max", 0);
+  if (min_gen > 0 && gm > 0 && gm < min_gen)
+    p.add("gpu.pcie_degraded", "PCIe link trains at gen" + std::to_string(gm));
+
+  unsigned c = 0, cm = 0;
+  if (lib.clock(d, 1, &c, &cm) == nvml::kSuccess) f["sm_clock_mhz"] = {{"current", c}, {"max", cm}};
+  if (lib.clock(d, 2, &c, &cm) == nvml::kSuccess) f["mem_clock_mhz"] = {{"current", c}, {"max", cm}};
+  double enforced = 0, def = 0, watts = 0;
+  if (lib.power_limits(d, &enforced, &def) == nvml::kSuccess) {
+    f["power_limit_w"] = enforced;
+    f["power_default_limit_w"] = def;
+    const double min_w = ctx.param("min_power_limit_w", 0.0);
+    if (min_w > 0 && enforced < min_w)
+      p.add("gpu.power_limit", "power limit " + std::to_string(static_cast<int>(enforced)) +
+                                   " W is below the spec's " + std::to_string(static_cast<int>(min_w)) + " W");
+  }
+  if (lib.power_w(d, &watts) == nvml::kSuccess) f["power_w"] = watts;
+  unsigned temp = 0;
+  if (lib.temperature_c(d, &temp) == nvml::kSuccess) f["temperature_c"] = temp;
+  std::uint64_t reasons = 0;
+  if (lib.throttle_reasons(d, &reasons) == nvml::kSuccess) {
+    f["throttle_reasons"] = throttle::names(reasons);
+    if (throttle::abnormal(reasons))
+      p.add("gpu.throttle", "clocks held down at idle by " + f["throttle_reasons"].dump());
+  }
+  bool on = false;
+  if (lib.persistence(d, &on) == nvml::kSuccess) {
+    f["persistence_mode"] = on;
+    if (!on && ctx.param("require_persistence", false))
+      p.add("gpu.persistence", "persistence mode is off");
+  }
+  if (lib.mig_mode(d, &cur, &pend) == nvml::kSuccess) {
+    f["mig_mode"] = {{"current", cur}, {"pending", pend}};
+    if (auto it = ctx.params.find("expect_mig"); it != ctx.params.end() && it->get<bool>() != cur)
+      p.add("gpu.mig_mode", std::string("MIG mode is ") + (cur ? "on" : "off") + ", spec expects " +
+                                (cur ? "off" : "on"));
+  }
+  std::uint64_t total = 0, used = 0;
+  if (lib.memory(d, &total, &used) == nvml::kSuccess) {
+    f["memory_total_bytes"] = total;
+    f["memory_used_bytes"] = used;
+  }
+  return true;
+}
+
+class GpuHealth final : public Check {
+ public:
+  std::string key() const override { return kKey; }
+  std::string description() const override {
+    return "GPU inventory and NVML health: count/model vs spec, ECC, row remap, PCIe, clocks, "
+           "power, throttle, persistence/MIG, XID events";
+  }
+  Scope scope() const override { return Scope::PerNode; }
+  double default_deadline_s() const override { return 60.0; }
+
+  std::optional<std::string> applicable(const NodeInfo& node) const override {
+    std::string why;
+    auto lib = nvml::shared(&why);
+    if (lib && lib->count() > 0) return std::nullopt;
+    if (node.gpu_count > 0) return std::nullopt;  // CUDA sees GPUs: report NVML's absence
+    if (lib) why = "NVML sees no GPU";
+    const auto cuda = cuda_skip_reason(node).value_or("");
+    return "no GPU visible (" + why + (cuda.empty() ? "" : "; " + cuda) + ")";
+  }
+
+  void run(Context& ctx, ResultSink& sink) override {
+    const std::string& host = ctx.node.host;
+    std::string why;
+    auto lib = nvml::shared(&why);
+    const int nvml_count = lib ? lib->count() : -1;
+    int cuda_count = ctx.node.gpu_count;
+#if KILN_HAVE_CUDA
+    std::vector<GpuInfo> gpus = list_gpus(lib.get());
+    cuda_count = static_cast<int>(gpus.size());
+#endif
+    json xid_note;
+    if (lib) {
+      std::string xwhy;
+      if (!nvml::XidWatcher::instance().start(lib, &xwhy)) xid_note = xwhy;
+    }
+
+    // Count against the spec: what CUDA sees is what workloads get, what NVML sees is what is
+    // installed. A GPU hidden or failed to initialise shows up as a difference between them.
+    const int expected = ctx.param("expected_gpus", -1);
+    const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+    Result count = make_result(kKey, node_entity(host), "gpu_count", cuda_count, "");
+    count.extra = {{"cuda_visible", cuda_count}, {"nvml_count", nvml_count},
+                   {"expected", expected}, {"finding", "gpu.count"}};
+    if (cvd) count.extra["CUDA_VISIBLE_DEVICES"] = cvd;
+    if (expected >= 0 && (cuda_count != expected || (nvml_count >= 0 && nvml_count != expected))) {
+      count.status = Status::Fail;
+      std::ostringstream r;
+      r << cuda_count << " GPU(s) usable through CUDA, spec expects " << expected;
+      if (nvml_count >= 0) r << " (NVML sees " << nvml_count << ")";
+      if (cvd) r << "; CUDA_VISIBLE_DEVICES=" << cvd;
+      count.reason = r.str();
+    }
+    sink.emit(count);
+
+    if (lib) {
+      Result drv = make_result(kKey, node_entity(host), "driver", lib->cuda_driver_version() / 1000.0, "");
+      drv.extra = {{"driver_version", lib->driver_version()},
+                   {"cuda_driver_version", lib->cuda_driver_version()}};
+      const auto want = ctx.param<std::string>("expected_driver", "");
+      if (!want.empty() && lib->driver_version().rfind(want, 0) != 0) {
+        drv.status = Status::Fail;
+        drv.reason = "driver " + lib->driver_version() + ", spec expects " + want;
+        drv.extra["finding"] = "gpu.driver";
+      }
+      sink.emit(drv);
+    } else {
+      sink.emit(make_result(kKey, node_entity(host), "nvml", 0, "", Status::Error,
+                            why + ": health counters unavailable"));
+    }
+
+    const auto xids = nvml::XidWatcher::instance().since(0.0);
+    for (int i = 0; lib && i < nvml_count; ++i) {
+      int rc = 0;
+      json f = json::object();
+      Problems p;
+      nvml::Device d = lib->handle(static_cast<unsigned>(i), &rc);
+      if (!d) {
+        p.add(rc == nvml::kErrGpuIsLost ? "gpu.lost" : "gpu.nvml",
+              "NVML cannot open the GPU: " + lib->error(rc));
+      } else {
+        read_gpu(*lib, d, ctx, f, p);
+      }
+      json seen = json::array();
+      for (const auto& x : xids)
+        if (x.gpu_index == i) seen.push_back({{"xid", x.xid}, {"ts", x.unix_time}});
+      f["xid_events"] = seen;
+      if (!xid_note.is_null()) f["xid_watch"] = xid_note;
+      if (!seen.empty())
+        p.add("gpu.xid", std::to_string(seen.size()) + " XID error(s) during the campaign, last XID " +
+                             std::to_string(seen.back()["xid"].get<std::uint64_t>()));
+      Result r = make_result(kKey, gpu_entity(host, i), "health",
+                             static_cast<double>(p.list.size()), "problems",
+                             p.list.empty() ? Status::Pass : Status::Fail, p.reason());
+      f["problems"] = p.list;
+      r.extra = std::move(f);
+      sink.emit(std::move(r));
+    }
+
+#if KILN_HAVE_CUDA
+    // Every CUDA-visible GPU must also take a context and an allocation: a GPU that NVML still
+    // lists but CUDA cannot use is as lost as one that vanished.
+    for (const auto& g : gpus) {
+      Result r = make_result(kKey, gpu_entity(host, g.index), "cuda_probe", 1, "");
+      r.extra = {{"cuda_ordinal", g.ordinal}, {"name", g.name}, {"bus_id", g.bus_id},
+                 {"sm_count", g.sm_count}, {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)},
+                 {"total_mem_bytes", g.total_mem}};
+      try {
+        KILN_CUDA(cudaSetDevice(g.ordinal));
+        DeviceBuffer probe(g.ordinal, 1 << 20);
+        KILN_CUDA(cudaMemset(probe.get(), 0xa5, probe.size()));
+        KILN_CUDA(cudaDeviceSynchronize());
+      } catch (const GpuError& e) {
+        r.value = 0;
+        r.status = e.hardware ? Status::Fail : Status::Error;
+        r.reason = e.what();
+        r.extra["finding"] = e.hardware ? "gpu.lost" : "gpu.cuda";
+      }
+      sink.emit(std::move(r));
+    }
+#endif
+  }
+};
+
+KILN_REGISTER_CHECK(GpuHealth);
+
+}  // namespace
+}  // namespace kiln::worker::gpu

@@ -1,0 +1,96 @@
+// host.inventory: what the node is (CPUs, memory, kernel, GPUs, driver and library versions), so
+// the report can show mismatches across nodes and against the spec.
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "worker/check.hpp"
+
+namespace kiln::worker {
+namespace {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      return colon == std::string::npos ? "" : line.substr(colon + 2);
+    }
+  return "";
+}
+
+double mem_total_gib() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemTotal:") return kib / (1024.0 * 1024.0);
+  return 0;
+}
+
+class HostInventory : public Check {
+ public:
+  std::string key() const override { return "host.inventory"; }
+  std::string description() const override { return "CPUs, memory, kernel, GPUs, CUDA/NCCL/MPI versions of the node"; }
+  Scope scope() const override { return Scope::PerNode; }
+  double default_deadline_s() const override { return 30; }
+
+  void run(Context& ctx, ResultSink& sink) override {
+    utsname u{};
+    ::uname(&u);
+    const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+    const auto& n = ctx.node;
+    nlohmann::json inv = {{"host", n.host},
+                          {"cpus", cpus},
+                          {"cpu_model", cpu_model()},
+                          {"memory_gib", mem_total_gib()},
+                          {"kernel", std::string(u.release)},
+                          {"arch", std::string(u.machine)},
+                          {"gpu_count", n.gpu_count},
+                          {"gpu_models", n.gpu_models},
+                          {"gpu_note", n.gpu_skip_reason},
+                          {"cuda_driver", n.cuda_driver},
+                          {"cuda_runtime", n.cuda_runtime},
+                          {"nccl", n.nccl_version},
+                          {"mpi", n.mpi_version},
+                          {"ib_devices", n.ib_device_count},
+                          {"ranks_on_node", n.local_size}};
+    const Entity node{"node", n.host};
+    Result r;
+    r.entity = node;
+    r.metric = "inventory";
+    r.value = 1;
+    r.extra = inv;
+    sink.emit(r);
+
+    auto figure = [&](const std::string& metric, double value, const std::string& unit, const char* expect_key) {
+      Result m;
+      m.entity = node;
+      m.metric = metric;
+      m.value = value;
+      m.unit = unit;
+      if (expect_key && ctx.params.contains(expect_key)) {
+        const double want = ctx.params[expect_key].get<double>();
+        m.extra = {{"expected", want}};
+        if (value != want) {
+          m.status = Status::Fail;
+          m.reason = metric + " is " + std::to_string(static_cast<long long>(value)) + ", the spec expects " +
+                     std::to_string(static_cast<long long>(want));
+        }
+      }
+      sink.emit(m);
+    };
+    figure("cpus", static_cast<double>(cpus), "", "expected_cpus");
+    figure("memory", mem_total_gib(), "GiB", nullptr);
+    figure("gpus", n.gpu_count, "", "expected_gpus");
+  }
+};
+
+KILN_REGISTER_CHECK(HostInventory);
+
+}  // namespace
+}  // namespace kiln::worker

@@ -1,0 +1,52 @@
+// mpi.alltoall: every member sends a block to every other member at once, so a group test loads
+// every link inside the group. That makes it the edge-detecting query of the localization rounds:
+// a group is slow iff it holds a slow node or both ends of a slow link. busbw uses nccl-tests'
+// factor (n-1)/n, which makes groups of different sizes comparable.
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "worker/check.hpp"
+#include "worker/mpi_wait.hpp"
+#include "worker/checks/mpi/sweep.hpp"
+
+namespace kiln::worker {
+namespace {
+
+class MpiAlltoall : public Check {
+ public:
+  std::string key() const override { return "mpi.alltoall"; }
+  std::string description() const override {
+    return "host-memory MPI_Alltoall sweep over the group: time, algbw, busbw per size (loads every link)";
+  }
+  Scope scope() const override { return Scope::Group; }
+
+  void run(Context& ctx, ResultSink& sink) override {
+    // Sizes are the bytes each rank sends in total (as nccl-tests counts them).
+    const auto sizes = sweep_sizes(ctx.param<std::int64_t>("min_bytes", 1 << 10),
+                                   ctx.param<std::int64_t>("max_bytes", 16 << 20), ctx.param<double>("factor", 4.0));
+    const int n = ctx.group_size;
+    const std::int64_t max_block = sizes.back() / n + 1;
+    auto send = std::make_unique<std::vector<char>>(static_cast<std::size_t>(max_block * n), static_cast<char>(ctx.group_rank));
+    auto recv = std::make_unique<std::vector<char>>(static_cast<std::size_t>(max_block * n), -1);
+    for (const auto bytes : sizes) {
+      const int block = static_cast<int>(std::max<std::int64_t>(1, bytes / n));
+      const int iters = iterations_for(bytes, ctx.param<std::int64_t>("bytes_per_size", 64 << 20),
+                                        ctx.param<int>("max_iters", 20));
+      const double t = time_group_op(ctx, iters, [&](MPI_Request* r) {
+        return MPI_Ialltoall(send->data(), block, MPI_CHAR, recv->data(), block, MPI_CHAR, ctx.comm, r);
+      }, send, recv);
+      const std::int64_t total = static_cast<std::int64_t>(block) * n;
+      const double algbw = static_cast<double>(total) / t / 1e9;
+      const double busbw = algbw * (n > 1 ? static_cast<double>(n - 1) / n : 1.0);
+      bool ok = true;
+      for (int p = 0; p < n; ++p) ok &= (*recv)[static_cast<std::size_t>(p) * static_cast<std::size_t>(block)] == static_cast<char>(p);
+      emit_bw(sink, ctx, total, t, algbw, busbw, ok);
+    }
+  }
+};
+
+KILN_REGISTER_CHECK(MpiAlltoall);
+
+}  // namespace
+}  // namespace kiln::worker

@@ -1,0 +1,17 @@
+// rdma.read_bw: RDMA READ bandwidth between the pair on every rail at once (RC QPs, host or GPU memory)
+#include "worker/checks/rdma/pair_test.hpp"
+
+namespace kiln::worker::rdma {
+namespace {
+
+class ReadBwTest final : public PairTest {
+ public:
+  std::string key() const override { return "rdma.read_bw"; }
+  std::string description() const override { return "RDMA READ bandwidth between the pair on every rail at once (RC QPs, host or GPU memory)"; }
+  RdmaOp op() const override { return RdmaOp::Read; }
+};
+
+KILN_REGISTER_CHECK(ReadBwTest);
+
+}  // namespace
+}  // namespace kiln::worker::rdma

@@ -1,0 +1,17 @@
+// rdma.write_bw: RDMA WRITE bandwidth between the pair on every rail at once (RC QPs, host or GPU memory)
+#include "worker/checks/rdma/pair_test.hpp"
+
+namespace kiln::worker::rdma {
+namespace {
+
+class WriteBwTest final : public PairTest {
+ public:
+  std::string key() const override { return "rdma.write_bw"; }
+  std::string description() const override { return "RDMA WRITE bandwidth between the pair on every rail at once (RC QPs, host or GPU memory)"; }
+  RdmaOp op() const override { return RdmaOp::Write; }
+};
+
+KILN_REGISTER_CHECK(WriteBwTest);
+
+}  // namespace
+}  // namespace kiln::worker::rdma
