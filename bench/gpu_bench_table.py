@@ -33,11 +33,11 @@ def gpu_of(r):
 
 def fails(bench):
     return [r for r in res if r.get("bench") == bench and r["status"] in ("fail", "error", "timeout")
-            and r["metric"] != "status"]
+            and r.get("record") != "end"]
 
 
 def verdict(bench):
-    st = [r for r in res if r.get("bench") == bench and r["metric"] == "status"]
+    st = [r for r in res if r.get("bench") == bench and r.get("record") == "end"]
     return ",".join(f'{r["test"]}={r["status"]}' for r in st) or "no result"
 
 

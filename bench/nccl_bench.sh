@@ -93,9 +93,9 @@ lines = collections.Counter(); wrong = collections.Counter(); status = {}
 for l in open(sys.argv[1]):
     if not l.startswith("{"): continue
     r = json.loads(l)
-    if r["metric"] == "busbw":
+    if r.get("metric") == "busbw":
         lines[r["test"]] += 1; wrong[r["test"]] += r.get("extra", {}).get("wrong_elements", 0)
-    if r["metric"] == "status":
+    if r.get("record") == "end":
         status.setdefault(r["test"], set()).add(r["status"])
 for t in sorted(status):
     print(f"{t:22} lines checked {lines[t]:3}  wrong elements {wrong[t]:>4}  status {','.join(sorted(status[t]))}")
@@ -114,9 +114,9 @@ import json, sys
 for l in open(sys.argv[1]):
     if not l.startswith("{"): continue
     r = json.loads(l)
-    if r["metric"] in ("hang", "state", "status"):
-        print(f"{r['test']:16} rank {r['rank']} {r['metric']:6} {r['status']:8} {r.get('reason', '')[:160]}")
-        if r["metric"] == "hang":
+    if r.get("record") == "end" or r["metric"] in ("hang", "state"):
+        print(f"{r['test']:16} rank {r['rank']} {r.get('metric', 'end'):6} {r['status']:8} {r.get('reason', '')[:160]}")
+        if r.get("metric") == "hang":
             e = r.get("extra", {})
             print(f"{'':16} unfinished {e.get('unfinished_ranks')} never joined {e.get('not_joined_ranks')} no reply {e.get('no_reply_ranks')}")
 print(f"whole drill run: {float(sys.argv[3]) - float(sys.argv[2]):.1f} s")

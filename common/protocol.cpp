@@ -59,6 +59,7 @@ std::string to_string(MsgType t) {
     case MsgType::Welcome: return "welcome";
     case MsgType::Round: return "round";
     case MsgType::Result: return "result";
+    case MsgType::End: return "end";
     case MsgType::Ack: return "ack";
     case MsgType::Done: return "done";
     case MsgType::Heartbeat: return "heartbeat";
@@ -70,7 +71,7 @@ std::string to_string(MsgType t) {
 
 MsgType msg_type_from_string(const std::string& s) {
   for (auto t : {MsgType::Challenge, MsgType::Hello, MsgType::Welcome, MsgType::Round, MsgType::Result,
-                 MsgType::Ack, MsgType::Done, MsgType::Heartbeat, MsgType::Error, MsgType::Bye})
+                 MsgType::End, MsgType::Ack, MsgType::Done, MsgType::Heartbeat, MsgType::Error, MsgType::Bye})
     if (to_string(t) == s) return t;
   throw ProtocolError("unknown message type '" + s + "'");
 }
@@ -99,7 +100,7 @@ void from_json(const nlohmann::json& j, Hello& m) {
   j.at("host").get_to(m.host);
   j.at("client_nonce").get_to(m.client_nonce);
   j.at("mac").get_to(m.mac);
-  m.info = j.value("info", nlohmann::json::object());
+  m.info = j.value("info", NodeInfo{});
 }
 
 void to_json(nlohmann::json& j, const Welcome& m) {
@@ -134,6 +135,12 @@ void from_json(const nlohmann::json& j, ResultMsg& m) {
   j.at("result").get_to(m.result);
 }
 
+void to_json(nlohmann::json& j, const EndMsg& m) { j = {{"seq", m.seq}, {"end", m.end}}; }
+void from_json(const nlohmann::json& j, EndMsg& m) {
+  j.at("seq").get_to(m.seq);
+  j.at("end").get_to(m.end);
+}
+
 void to_json(nlohmann::json& j, const Ack& m) { j = {{"seq", m.seq}}; }
 void from_json(const nlohmann::json& j, Ack& m) { j.at("seq").get_to(m.seq); }
 
@@ -157,5 +164,17 @@ void from_json(const nlohmann::json& j, Error& m) {
 
 void to_json(nlohmann::json& j, const Bye& m) { j = {{"reason", m.reason}}; }
 void from_json(const nlohmann::json& j, Bye& m) { m.reason = j.value("reason", std::string{}); }
+
+WorkerMessage decode_worker_message(const nlohmann::json& j) {
+  switch (type_of(j)) {
+    case MsgType::Result: return unwrap<ResultMsg>(j);
+    case MsgType::End: return unwrap<EndMsg>(j);
+    case MsgType::Done: return unwrap<Done>(j);
+    case MsgType::Heartbeat: return unwrap<Heartbeat>(j);
+    case MsgType::Error: return unwrap<Error>(j);
+    case MsgType::Bye: return unwrap<Bye>(j);
+    default: throw ProtocolError("unexpected '" + to_string(type_of(j)) + "' from a worker");
+  }
+}
 
 }  // namespace kiln::proto

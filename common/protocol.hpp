@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -47,7 +48,7 @@ class FrameDecoder {
   std::size_t pos_ = 0;
 };
 
-enum class MsgType { Challenge, Hello, Welcome, Round, Result, Ack, Done, Heartbeat, Error, Bye };
+enum class MsgType { Challenge, Hello, Welcome, Round, Result, End, Ack, Done, Heartbeat, Error, Bye };
 std::string to_string(MsgType t);
 MsgType msg_type_from_string(const std::string& s);  // throws ProtocolError
 // The type of a decoded message; throws ProtocolError when missing or unknown.
@@ -69,7 +70,7 @@ struct Hello {
   std::string host;
   std::string client_nonce;
   std::string mac;  // HMAC-SHA256(secret, "hello|" + nonce + "|" + client_nonce + "|" + rank)
-  nlohmann::json info = nlohmann::json::object();  // node inventory summary (GPUs, versions)
+  NodeInfo info;  // what the rank knows of its node (GPUs, versions)
 };
 
 // coordinator -> worker: accepted, and proof that the coordinator knows the secret too.
@@ -101,6 +102,14 @@ struct ResultMsg {
   static constexpr MsgType kType = MsgType::Result;
   std::uint64_t seq = 0;
   Result result;
+};
+
+// worker -> coordinator: one check ended on this rank (after its last result), with its status.
+// Sequenced and acknowledged like a result: it is a line of results.jsonl.
+struct EndMsg {
+  static constexpr MsgType kType = MsgType::End;
+  std::uint64_t seq = 0;
+  CheckEnd end;
 };
 
 struct Ack {
@@ -142,6 +151,7 @@ KILN_PROTO_JSON(Welcome)
 KILN_PROTO_JSON(TestSpec)
 KILN_PROTO_JSON(Round)
 KILN_PROTO_JSON(ResultMsg)
+KILN_PROTO_JSON(EndMsg)
 KILN_PROTO_JSON(Ack)
 KILN_PROTO_JSON(Done)
 KILN_PROTO_JSON(Heartbeat)
@@ -165,9 +175,14 @@ M unwrap(const nlohmann::json& j) {
                         j.value("type", std::string("?")) + "'");
   try {
     return j.get<M>();
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {  // nlohmann's type errors and our own value checks alike
     throw ProtocolError("malformed '" + to_string(M::kType) + "' message: " + e.what());
   }
 }
+
+// What a worker may send once it is authenticated, decoded once at the server's edge.
+using WorkerMessage = std::variant<ResultMsg, EndMsg, Done, Heartbeat, Error, Bye>;
+// Throws ProtocolError for any other type or a malformed message.
+WorkerMessage decode_worker_message(const nlohmann::json& j);
 
 }  // namespace kiln::proto

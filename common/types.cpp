@@ -1,5 +1,7 @@
 #include "common/types.hpp"
 
+#include "common/findings.hpp"
+
 #include <stdexcept>
 
 namespace kiln {
@@ -40,6 +42,7 @@ void to_json(nlohmann::json& j, const Result& r) {
        {"group_id", r.group_id}, {"ts", r.ts}};
   if (!r.reason.empty()) j["reason"] = r.reason;
   if (r.size_bytes) j["size_bytes"] = *r.size_bytes;
+  if (!r.problems.empty()) j["problems"] = r.problems;
   if (!r.extra.empty()) j["extra"] = r.extra;
 }
 
@@ -59,8 +62,78 @@ void from_json(const nlohmann::json& j, Result& r) {
     r.size_bytes = j.at("size_bytes").get<std::int64_t>();
   else
     r.size_bytes.reset();
+  r.problems = j.value("problems", std::vector<Problem>{});
   r.extra = j.value("extra", nlohmann::json::object());
   r.ts = j.value("ts", 0.0);
+}
+
+void to_json(nlohmann::json& j, const Problem& p) { j = {{"code", p.code}, {"what", p.what}}; }
+void from_json(const nlohmann::json& j, Problem& p) {
+  j.at("code").get_to(p.code);
+  p.what = j.value("what", std::string{});
+  // An unknown code is kept in words so that the finding it becomes can say what was sent.
+  if (p.code == Code::ResultInvalid && j.at("code").is_string() && j.at("code").get<std::string>() != "result.invalid")
+    p.what = "unknown finding code '" + j.at("code").get<std::string>().substr(0, 64) + "'" +
+             (p.what.empty() ? "" : ": " + p.what);
+}
+
+void to_json(nlohmann::json& j, const CheckEnd& e) {
+  j = {{"test", e.test},         {"host", e.host},         {"rank", e.rank},       {"status", e.status},
+       {"seconds", e.seconds},   {"round_id", e.round_id}, {"group_id", e.group_id}, {"ts", e.ts}};
+  if (!e.reason.empty()) j["reason"] = e.reason;
+}
+void from_json(const nlohmann::json& j, CheckEnd& e) {
+  j.at("test").get_to(e.test);
+  j.at("host").get_to(e.host);
+  j.at("rank").get_to(e.rank);
+  j.at("status").get_to(e.status);
+  e.reason = j.value("reason", std::string{});
+  e.seconds = j.value("seconds", 0.0);
+  e.round_id = j.value("round_id", std::int64_t{-1});
+  e.group_id = j.value("group_id", -1);
+  e.ts = j.value("ts", 0.0);
+}
+
+void to_json(nlohmann::json& j, const Record& r) {
+  std::visit([&](const auto& v) { j = v; }, r);
+  j["record"] = std::holds_alternative<CheckEnd>(r) ? "end" : "result";
+}
+void from_json(const nlohmann::json& j, Record& r) {
+  const auto kind = j.value("record", std::string("result"));
+  if (kind == "end") r = j.get<CheckEnd>();
+  else if (kind == "result") r = j.get<Result>();
+  else throw std::invalid_argument("unknown record '" + kind.substr(0, 32) + "'");
+}
+
+void to_json(nlohmann::json& j, const NodeInfo& n) {
+  j = {{"host", n.host},
+       {"world_rank", n.world_rank},
+       {"world_size", n.world_size},
+       {"local_rank", n.local_rank},
+       {"local_size", n.local_size},
+       {"gpu_count", n.gpu_count},
+       {"gpu_models", n.gpu_models},
+       {"gpu_skip_reason", n.gpu_skip_reason},
+       {"cuda_driver", n.cuda_driver},
+       {"cuda_runtime", n.cuda_runtime},
+       {"nccl_version", n.nccl_version},
+       {"mpi_version", n.mpi_version},
+       {"ib_devices", n.ib_device_count}};
+}
+void from_json(const nlohmann::json& j, NodeInfo& n) {
+  n.host = j.value("host", std::string{});
+  n.world_rank = j.value("world_rank", 0);
+  n.world_size = j.value("world_size", 1);
+  n.local_rank = j.value("local_rank", 0);
+  n.local_size = j.value("local_size", 1);
+  n.gpu_count = j.value("gpu_count", 0);
+  n.gpu_models = j.value("gpu_models", std::vector<std::string>{});
+  n.gpu_skip_reason = j.value("gpu_skip_reason", std::string{});
+  n.cuda_driver = j.value("cuda_driver", std::string{});
+  n.cuda_runtime = j.value("cuda_runtime", std::string{});
+  n.nccl_version = j.value("nccl_version", std::string{});
+  n.mpi_version = j.value("mpi_version", std::string{});
+  n.ib_device_count = j.value("ib_devices", 0);
 }
 
 std::string to_string(Severity s) {

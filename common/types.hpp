@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,7 +31,19 @@ struct Entity {
 void to_json(nlohmann::json& j, const Entity& e);
 void from_json(const nlohmann::json& j, Entity& e);
 
-// One measured value (or one status) from one rank. Streamed as it is measured.
+// A finding code from the catalog (common/findings.hpp), typed inside the programs.
+enum class Code;
+
+// A problem a check found, named by a findings-catalog code (common/findings.hpp). The coordinator
+// turns each into a finding about the result's entity.
+struct Problem {
+  Code code{};
+  std::string what;  // one line: the measured value against the expected one
+};
+void to_json(nlohmann::json& j, const Problem& p);
+void from_json(const nlohmann::json& j, Problem& p);
+
+// One measured value from one rank. Streamed as it is measured.
 struct Result {
   std::string test;    // registry key, e.g. "mpi.all_reduce"
   std::string host;
@@ -44,20 +57,61 @@ struct Result {
   std::int64_t round_id = -1;
   int group_id = -1;   // index of the group in the round, -1 for per-rank tests
   std::optional<std::int64_t> size_bytes;  // message/buffer size for sweeps
-  nlohmann::json extra = nlohmann::json::object();  // test-specific detail (inventory fields, ...)
+  std::vector<Problem> problems;  // what is wrong, as catalog codes (empty when it passed)
+  nlohmann::json extra = nlohmann::json::object();  // check-specific detail (inventory fields, ...)
   double ts = 0.0;     // unix time, seconds
 };
 void to_json(nlohmann::json& j, const Result& r);
 void from_json(const nlohmann::json& j, Result& r);
+
+// The end of one check on one rank: its status over all its results, why, and how long it took.
+// Streamed after the check's last result.
+struct CheckEnd {
+  std::string test;
+  std::string host;
+  int rank = -1;
+  Status status = Status::Pass;
+  std::string reason;
+  double seconds = 0.0;
+  std::int64_t round_id = -1;
+  int group_id = -1;
+  double ts = 0.0;
+};
+void to_json(nlohmann::json& j, const CheckEnd& e);
+void from_json(const nlohmann::json& j, CheckEnd& e);
 
 enum class Severity { Info, Warning, Error, Critical };
 std::string to_string(Severity s);
 void to_json(nlohmann::json& j, Severity s);
 void from_json(const nlohmann::json& j, Severity& s);
 
+// One line of results.jsonl: a measurement or the end of a check ("record": "result" | "end").
+using Record = std::variant<Result, CheckEnd>;
+void to_json(nlohmann::json& j, const Record& r);
+void from_json(const nlohmann::json& j, Record& r);
+
+// What a rank knows about itself and its node, gathered once at start-up and sent in its hello.
+struct NodeInfo {
+  std::string host;
+  int world_rank = 0;
+  int world_size = 1;
+  int local_rank = 0;  // index of this rank among the ranks on its host
+  int local_size = 1;
+  int gpu_count = 0;   // CUDA-visible GPUs (0 when built without CUDA or none visible)
+  std::vector<std::string> gpu_models;
+  std::string cuda_driver;   // "13.0" or "" when unknown
+  std::string cuda_runtime;
+  std::string nccl_version;
+  std::string mpi_version;
+  std::string gpu_skip_reason;  // why gpu_count is 0, for SKIP results
+  int ib_device_count = 0;
+};
+void to_json(nlohmann::json& j, const NodeInfo& n);
+void from_json(const nlohmann::json& j, NodeInfo& n);
+
 // A conclusion the operator acts on: what is broken, how sure we are, the evidence, what to do.
 struct Finding {
-  std::string code;       // catalog code, e.g. "node.slow", "link.slow", "rank.missing"
+  Code code{};            // catalog code, e.g. Code::NodeSlow ("node.slow" on the wire)
   Severity severity = Severity::Error;
   Entity entity;
   std::string summary;

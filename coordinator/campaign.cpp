@@ -12,7 +12,7 @@
 
 #include "common/auth.hpp"
 #include "common/hostlist.hpp"
-#include "coordinator/catalog.hpp"
+#include "coordinator/report.hpp"
 #include "coordinator/server.hpp"
 #include "coordinator/store.hpp"
 
@@ -55,7 +55,7 @@ std::set<int> Campaign::live_ranks() const {
   return out;
 }
 
-void Campaign::handle(Event& e, std::vector<std::pair<SessionId, std::uint64_t>>& acks) {
+void Campaign::handle(Event& e, Acks& acks) {
   switch (e.kind) {
     case Event::Kind::Joined: {
       auto& st = ranks_[e.rank];
@@ -89,49 +89,49 @@ void Campaign::handle(Event& e, std::vector<std::pair<SessionId, std::uint64_t>>
   auto it = ranks_.find(e.rank);
   if (it == ranks_.end()) return;
   RankState& st = it->second;
-  try {
-    switch (proto::type_of(e.msg)) {
-      case proto::MsgType::Result: {
-        auto m = proto::unwrap<proto::ResultMsg>(e.msg);
-        // The authenticated session, not the message, says who sent it.
-        m.result.rank = e.rank;
-        if (m.result.host.empty()) m.result.host = st.host;
-        if (m.result.entity.kind.empty()) m.result.entity = {"rank", std::to_string(e.rank)};
-        store_->append(m.result);
-        acks.emplace_back(e.session, m.seq);
-        ++st.results;
-        ++st.by_status[to_string(m.result.status)];
-        if (current_ && m.result.round_id == current_->round.id) current_->results.push_back(std::move(m.result));
-        return;
-      }
-      case proto::MsgType::Done: {
-        auto d = proto::unwrap<proto::Done>(e.msg);
-        if (current_ && d.round_id == current_->round.id) current_->done.insert(e.rank);
-        return;
-      }
-      case proto::MsgType::Error: {
-        auto er = proto::unwrap<proto::Error>(e.msg);
-        spdlog::warn("rank {} on {} reports {}: {}", e.rank, st.host, er.code, er.message);
-        st.lost_reason = er.code + ": " + er.message;
-        return;
-      }
-      case proto::MsgType::Bye:
-        st.said_bye = true;
-        return;
-      case proto::MsgType::Heartbeat:
-        return;
-      default:
-        throw proto::ProtocolError("unexpected message type");
-    }
-  } catch (const std::exception& ex) {
-    spdlog::warn("closing rank {}'s connection: malformed message: {}", e.rank, ex.what());
-    server_->close(e.session, std::string("malformed message: ") + ex.what());
-  }
+  std::visit([&](auto& m) { on_message(e, st, m, acks); }, e.msg);
 }
+
+// The authenticated session says who sent a record; a record that claims another rank or host is
+// not stored, and the connection is closed.
+bool Campaign::owned(const Event& e, const RankState& st, int rank, const std::string& host) {
+  if (rank == e.rank && host == st.host) return true;
+  spdlog::warn("closing rank {}'s connection: it sent a record for rank {} on '{}'", e.rank, rank, host.substr(0, 64));
+  server_->close(e.session, "record for another rank or host");
+  return false;
+}
+
+void Campaign::on_message(const Event& e, RankState& st, proto::ResultMsg& m, Acks& acks) {
+  if (!owned(e, st, m.result.rank, m.result.host)) return;
+  store_->append(m.result);
+  acks.emplace_back(e.session, m.seq);
+  ++st.results;
+  ++st.by_status[to_string(m.result.status)];
+  if (current_ && m.result.round_id == current_->round.id) current_->results.push_back(std::move(m.result));
+}
+
+void Campaign::on_message(const Event& e, RankState& st, proto::EndMsg& m, Acks& acks) {
+  if (!owned(e, st, m.end.rank, m.end.host)) return;
+  store_->append(m.end);
+  acks.emplace_back(e.session, m.seq);
+  if (current_ && m.end.round_id == current_->round.id) current_->ends.push_back(std::move(m.end));
+}
+
+void Campaign::on_message(const Event& e, RankState&, proto::Done& d, Acks&) {
+  if (current_ && d.round_id == current_->round.id) current_->done.insert(e.rank);
+}
+
+void Campaign::on_message(const Event& e, RankState& st, proto::Error& er, Acks&) {
+  spdlog::warn("rank {} on {} reports {}: {}", e.rank, st.host, er.code, er.message);
+  st.lost_reason = er.code + ": " + er.message;
+}
+
+void Campaign::on_message(const Event&, RankState& st, proto::Bye&, Acks&) { st.said_bye = true; }
+void Campaign::on_message(const Event&, RankState&, proto::Heartbeat&, Acks&) {}
 
 void Campaign::pump(Clock::time_point until) {
   auto batch = events_.take_all(until);
-  std::vector<std::pair<SessionId, std::uint64_t>> acks;
+  Acks acks;
   for (auto& e : batch) handle(e, acks);
   if (!acks.empty()) {
     store_->sync();  // on disk before anyone is told it is safe
@@ -163,7 +163,7 @@ RoundRecord Campaign::run_round(proto::Round round, const std::string& reason, P
   round.id = next_round_id_++;
   const auto live = live_ranks();
   if (round.groups.empty()) round.groups.push_back(std::vector<int>(live.begin(), live.end()));
-  rounds_.push_back(RoundRecord{round, reason, phase, 0.0, live, {}, {}, {}});
+  rounds_.push_back(RoundRecord{round, reason, phase, 0.0, live, {}, {}, {}, {}});
   current_ = &rounds_.back();
   std::string names;
   for (const auto& t : round.tests) names += (names.empty() ? "" : ",") + t.key;
@@ -232,183 +232,83 @@ void Campaign::say_goodbye() {
 }
 
 std::vector<Finding> Campaign::findings() const {
-  std::vector<Finding> out;
-  for (int r = 0; r < opts_.ranks; ++r) {
-    auto it = ranks_.find(r);
-    if (it == ranks_.end() || !it->second.joined) {
-      out.push_back(make_finding("rank.missing", {"rank", std::to_string(r)},
-                                 "rank " + std::to_string(r) + " never connected to the coordinator"));
-    } else if (it->second.lost && it->second.lost_reason != "bye") {
-      out.push_back(make_finding("rank.lost", {"rank", std::to_string(r)},
-                                 "rank " + std::to_string(r) + " on " + it->second.host + " was lost: " +
-                                     it->second.lost_reason,
-                                 nlohmann::json::array({{{"host", it->second.host}, {"reason", it->second.lost_reason}}})));
-    }
-  }
-  // Results that did not pass become findings, one per (code, entity). A test names the catalog
-  // code in extra.finding (or extra.problems[].code); otherwise the code is test.<status>.
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<const Result*>> bad;
-  // Only the plan's rounds make findings here; the planner judges the localization rounds.
-  auto judged_by_planner = [](const RoundRecord& rr) { return rr.phase == Phase::Localize; };
-  for (const auto& rr : rounds_) {
-    if (judged_by_planner(rr)) continue;
-    for (const auto& r : rr.results) {
-      if (r.status != Status::Fail && r.status != Status::Error && r.status != Status::Timeout) continue;
-      if (r.metric == "status" && r.status == Status::Fail) continue;  // the measurement itself is the evidence
-      std::vector<std::string> codes;
-      if (r.extra.is_object() && r.extra.contains("problems") && r.extra["problems"].is_array())
-        for (const auto& p : r.extra["problems"])
-          if (p.is_object() && p.contains("code")) codes.push_back(p["code"].get<std::string>());
-      if (codes.empty() && r.extra.is_object() && r.extra.contains("finding") && r.extra["finding"].is_string())
-        codes.push_back(r.extra["finding"].get<std::string>());
-      if (codes.empty()) codes.push_back("test." + to_string(r.status));
-      for (const auto& c : codes) bad[{c, r.entity.kind, r.entity.id}].push_back(&r);
-    }
-  }
-  for (const auto& [key, rs] : bad) {
-    const auto& [code, kind, id] = key;
-    nlohmann::json ev = nlohmann::json::array();
-    for (std::size_t i = 0; i < rs.size() && i < 5; ++i) ev.push_back(*rs[i]);
-    const Result& first = *rs.front();
-    std::string summary = first.test + " " + to_string(first.status) + " on " + kind + " " + id + " (" + first.host + ")";
-    if (!first.reason.empty()) summary += ": " + first.reason;
-    if (rs.size() > 1) summary += " [" + std::to_string(rs.size()) + " results]";
-    out.push_back(make_finding(code, {kind, id}, summary, ev));
-  }
-  for (const auto& rr : rounds_)
-    for (int r : judged_by_planner(rr) ? std::set<int>{} : rr.missing) {
-      auto it = ranks_.find(r);
-      if (it != ranks_.end() && it->second.lost) continue;  // already a rank.lost finding
-      out.push_back(make_finding("test.timeout", {"rank", std::to_string(r)},
-                                 "rank " + std::to_string(r) + " did not finish round " + std::to_string(rr.round.id) +
-                                     " before its deadline",
-                                 nlohmann::json::array({{{"round", rr.round.id}, {"duration_s", rr.duration_s}}})));
-    }
+  std::vector<analysis::RankFate> fates;
+  for (const auto& [r, st] : ranks_)
+    fates.push_back({r, st.host, st.joined, st.lost && st.lost_reason != "bye", st.lost_reason});
+  auto out = analysis::judge_plan(opts_.ranks, fates, rounds_);
   out.insert(out.end(), extra_findings_.begin(), extra_findings_.end());
   return out;
 }
 
-nlohmann::json Campaign::report(const std::string& verdict, const std::string& error) const {
-  using nlohmann::json;
-  json nodes = json::array();
+namespace {
+// The figure an operator looks at first: busbw at the largest size the rank measured.
+std::string headline(const std::vector<RoundRecord>& rounds, int rank) {
+  std::string out;
+  std::int64_t best = -1;
+  for (const auto& rr : rounds)
+    for (const auto& res : rr.results)
+      if (res.rank == rank && res.metric == "busbw" && res.size_bytes && *res.size_bytes > best) {
+        best = *res.size_bytes;
+        char h[96];
+        std::snprintf(h, sizeof h, "%s busbw %.2f %s @ %lld B", res.test.c_str(), res.value, res.unit.c_str(),
+                      static_cast<long long>(best));
+        out = h;
+      }
+  return out;
+}
+}  // namespace
+
+Report Campaign::report(const std::string& verdict, const std::string& error) const {
+  Report rep;
+  rep.run_id = opts_.run_id;
+  rep.verdict = verdict;
+  rep.error = error;
+  rep.launcher = launcher_.name();
+  rep.started = std::chrono::duration<double>(started_.time_since_epoch()).count();
+  rep.duration_s = std::chrono::duration<double>(std::chrono::system_clock::now() - started_).count();
   std::map<std::string, std::vector<int>> by_host;
   for (const auto& [r, st] : ranks_)
     if (st.joined) by_host[st.host].push_back(r);
+  std::vector<std::string> hosts;
   for (const auto& [host, rs] : by_host) {
-    json info = ranks_.at(rs.front()).info;
-    nodes.push_back({{"host", host}, {"ranks", rs}, {"info", info}});
+    rep.nodes.push_back({host, rs, ranks_.at(rs.front()).info});
+    hosts.push_back(host);
   }
-  std::map<std::string, std::uint64_t> by_status;
-  std::map<std::string, std::map<std::string, std::uint64_t>> by_test;
-  std::uint64_t total = 0;
-  for (const auto& rr : rounds_)
+  rep.hostlist = hosts.empty() ? std::string() : hostlist::compress(hosts);
+  for (const auto& rr : rounds_) {
     for (const auto& r : rr.results) {
-      ++total;
-      const auto s = to_string(r.status);
-      ++by_status[s];
-      ++by_test[r.test][s];
+      ++rep.results_total;
+      ++rep.results_by_status[to_string(r.status)];
+      ++rep.results_by_test[r.test][to_string(r.status)];
     }
-  json ranks = json::array();
+    for (const auto& e : rr.ends) ++rep.checks_by_test[e.test][to_string(e.status)];
+    rep.rounds.push_back({rr.round.id, rr.round.tests, rr.round.groups, rr.reason,
+                          rr.phase == Phase::Localize ? "localize" : "plan", rr.duration_s,
+                          std::vector<int>(rr.done.begin(), rr.done.end()),
+                          std::vector<int>(rr.missing.begin(), rr.missing.end()), rr.results.size()});
+  }
   for (int r = 0; r < opts_.ranks; ++r) {
     auto it = ranks_.find(r);
     if (it == ranks_.end()) {
-      ranks.push_back({{"rank", r}, {"state", "missing"}});
+      rep.ranks.push_back({r, "", "missing", 0, {}, ""});
       continue;
     }
     const auto& st = it->second;
-    ranks.push_back({{"rank", r},
-                     {"host", st.host},
-                     {"state", st.lost && st.lost_reason != "bye" ? "lost" : "ok"},
-                     {"results", st.results},
-                     {"by_status", st.by_status.empty() ? json::object() : json(st.by_status)}});
+    rep.ranks.push_back({r, st.host, st.lost && st.lost_reason != "bye" ? "lost" : "ok", st.results, st.by_status,
+                         headline(rounds_, r)});
   }
-  json rounds = json::array();
-  for (const auto& rr : rounds_)
-    rounds.push_back({{"id", rr.round.id},
-                      {"tests", rr.round.tests},
-                      {"groups", rr.round.groups},
-                      {"reason", rr.reason},
-                      {"duration_s", rr.duration_s},
-                      {"done", rr.done},
-                      {"missing", rr.missing},
-                      {"results", rr.results.size()}});
-  std::vector<std::string> hosts;
-  for (const auto& [h, _] : by_host) hosts.push_back(h);
-  json rep = {{"schema_version", kSchemaVersion},
-              {"run_id", opts_.run_id},
-              {"verdict", verdict},
-              {"launcher", launcher_.name()},
-              {"started", std::chrono::duration<double>(started_.time_since_epoch()).count()},
-              {"duration_s", std::chrono::duration<double>(std::chrono::system_clock::now() - started_).count()},
-              {"hostlist", hosts.empty() ? std::string() : hostlist::compress(hosts)},
-              {"nodes", nodes},
-              {"ranks", ranks},
-              {"results", {{"total", total},
-                           {"by_status", by_status.empty() ? json::object() : json(by_status)},
-                           {"by_test", by_test.empty() ? json::object() : json(by_test)}}},
-              {"rounds", rounds},
-              {"findings", verdict == "error" && !error.empty() ? json::array() : json(findings())},
-              {"rejected_connections", rejected_},
-              {"localization", localization_}};
-  if (!error.empty()) rep["error"] = error;
-  if (launch_end_) rep["launch"] = {{"ok", launch_end_->ok}, {"state", launch_end_->state}};
+  if (!(verdict == "error" && !error.empty())) rep.findings = findings();
+  rep.rejected_connections = rejected_;
+  rep.localization = localization_;
+  if (launch_end_) rep.launch = LaunchRow{launch_end_->ok, launch_end_->state};
   return rep;
 }
 
 void Campaign::write_report_and_summary(const std::string& verdict, const std::string& error) {
   const auto rep = report(verdict, error);
   write_json_atomic(opts_.out / "report.json", rep);
-  std::ostringstream os;
-  std::string up = verdict;
-  for (auto& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  os << "\nkiln run " << opts_.run_id << ": " << up << " - " << rep["nodes"].size() << " node(s), "
-     << opts_.ranks << " rank(s), " << rounds_.size() << " round(s), " << rep["results"]["total"] << " results in "
-     << static_cast<int>(rep["duration_s"].get<double>() + 0.5) << " s\n";
-  if (!error.empty()) os << "  error: " << error << "\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "  %-5s %-20s %-7s %7s %5s %5s %5s  %s\n", "rank", "host", "state", "results",
-                "pass", "skip", "bad", "headline");
-  os << line;
-  for (const auto& r : rep["ranks"]) {
-    const int rank = r["rank"];
-    if (r["state"] == "missing") {
-      std::snprintf(line, sizeof line, "  %-5d %-20s %-7s\n", rank, "-", "missing");
-      os << line;
-      continue;
-    }
-    const auto& bs = r["by_status"];
-    const int bad = bs.value("fail", 0) + bs.value("error", 0) + bs.value("timeout", 0);
-    // Headline: the busbw at the largest message size this rank measured.
-    std::string headline;
-    std::int64_t best_size = -1;
-    for (const auto& rr : rounds_)
-      for (const auto& res : rr.results)
-        if (res.rank == rank && res.metric == "busbw" && res.size_bytes && *res.size_bytes > best_size) {
-          best_size = *res.size_bytes;
-          char h[96];
-          std::snprintf(h, sizeof h, "%s busbw %.2f %s @ %lld B", res.test.c_str(), res.value, res.unit.c_str(),
-                        static_cast<long long>(best_size));
-          headline = h;
-        }
-    std::snprintf(line, sizeof line, "  %-5d %-20s %-7s %7llu %5d %5d %5d  %s\n", rank,
-                  r.value("host", std::string("-")).c_str(), r["state"].get<std::string>().c_str(),
-                  static_cast<unsigned long long>(r.value("results", 0ull)), bs.value("pass", 0), bs.value("skip", 0),
-                  bad, headline.c_str());
-    os << line;
-  }
-  const auto& fs_ = rep["findings"];
-  if (fs_.empty()) {
-    os << "  findings: none\n";
-  } else {
-    os << "  findings (" << fs_.size() << "):\n";
-    for (const auto& f : fs_)
-      os << "   - [" << f["severity"].get<std::string>() << "] " << f["code"].get<std::string>() << " "
-         << f["entity"]["kind"].get<std::string>() << " " << f["entity"]["id"].get<std::string>() << ": "
-         << f["summary"].get<std::string>() << "\n     next: " << f["next_step"].get<std::string>() << "\n";
-  }
-  os << "  results: " << (opts_.out / "results.jsonl").string() << "\n  report:  " << (opts_.out / "report.json").string()
-     << "\n";
-  std::cout << os.str() << std::flush;
+  std::cout << render_summary(rep, (opts_.out / "results.jsonl").string(), (opts_.out / "report.json").string())
+            << std::flush;
 }
 
 int Campaign::run() {

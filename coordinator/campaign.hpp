@@ -15,8 +15,10 @@
 #include "common/net.hpp"
 #include "common/protocol.hpp"
 #include "common/types.hpp"
+#include "coordinator/analysis/judge.hpp"
 #include "coordinator/events.hpp"
 #include "coordinator/launcher.hpp"
+#include "coordinator/report.hpp"
 
 namespace kiln::coord {
 
@@ -45,25 +47,13 @@ struct RankState {
   bool lost = false;
   bool said_bye = false;
   std::string lost_reason;
-  nlohmann::json info;
+  NodeInfo info;
   std::uint64_t results = 0;
   std::map<std::string, std::uint64_t> by_status;
 };
 
-// Plan rounds run the test plan and their failures become findings directly; localization rounds
-// are evidence for the planner, which judges them (a timeout there is against a group, not a rank).
-enum class Phase { Plan, Localize };
-
-struct RoundRecord {
-  proto::Round round;
-  std::string reason;
-  Phase phase = Phase::Plan;
-  double duration_s = 0.0;
-  std::set<int> expected;  // ranks asked to take part
-  std::set<int> done;
-  std::set<int> missing;   // expected but not done by the deadline (or lost)
-  std::vector<Result> results;
-};
+using analysis::Phase;
+using analysis::RoundRecord;
 
 class ResultServer;
 class ResultStore;
@@ -88,10 +78,18 @@ class Campaign {
  private:
   bool wait_for_workers();
   void pump(std::chrono::steady_clock::time_point until);
-  void handle(Event& e, std::vector<std::pair<SessionId, std::uint64_t>>& acks);
+  using Acks = std::vector<std::pair<SessionId, std::uint64_t>>;
+  void handle(Event& e, Acks& acks);
+  bool owned(const Event& e, const RankState& st, int rank, const std::string& host);
+  void on_message(const Event& e, RankState& st, proto::ResultMsg& m, Acks& acks);
+  void on_message(const Event& e, RankState& st, proto::EndMsg& m, Acks& acks);
+  void on_message(const Event& e, RankState& st, proto::Done& m, Acks& acks);
+  void on_message(const Event& e, RankState& st, proto::Error& m, Acks& acks);
+  void on_message(const Event& e, RankState& st, proto::Bye& m, Acks& acks);
+  void on_message(const Event& e, RankState& st, proto::Heartbeat& m, Acks& acks);
   void say_goodbye();
   std::vector<Finding> findings() const;
-  nlohmann::json report(const std::string& verdict, const std::string& error) const;
+  Report report(const std::string& verdict, const std::string& error) const;
   void write_report_and_summary(const std::string& verdict, const std::string& error);
   void progress(const std::string& line) const;
   std::set<int> live_ranks() const;

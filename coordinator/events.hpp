@@ -24,7 +24,7 @@ struct Event {
   SessionId session = 0;
   int rank = -1;
   proto::Hello hello;     // Joined
-  nlohmann::json msg;     // Message
+  proto::WorkerMessage msg;  // Message: decoded and type-checked on the I/O thread
   std::string reason;     // Left / Rejected
   std::string peer;       // remote address
 };

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <iostream>
 
+#include "common/checks.hpp"
+#include "coordinator/analysis/judge.hpp"
+
 namespace kiln::coord {
 
 Units choose_units(const std::map<int, RankState>& ranks, const std::string& by) {
@@ -29,37 +32,6 @@ Units choose_units(const std::map<int, RankState>& ranks, const std::string& by)
   return u;
 }
 
-std::vector<analysis::GroupOutcome> outcomes_from_round(const analysis::RoundPlan& plan, const RoundRecord& rec,
-                                                        const Units& units, const std::set<int>& lost_units,
-                                                        std::int64_t size_bytes) {
-  std::vector<analysis::GroupOutcome> out;
-  // The round sent only the live members of each planned group, in plan order.
-  for (std::size_t g = 0; g < plan.groups.size(); ++g) {
-    analysis::GroupOutcome o;
-    o.members = plan.groups[g];
-    std::vector<int> live_ranks;
-    for (int unit : plan.groups[g]) {
-      const int rank = units.rank_of[static_cast<std::size_t>(unit)];
-      if (lost_units.count(unit) || rec.missing.count(rank))
-        o.missing.push_back(unit);
-      else
-        live_ranks.push_back(rank);
-    }
-    std::optional<double> slowest;
-    for (const auto& r : rec.results) {
-      if (std::find(live_ranks.begin(), live_ranks.end(), r.rank) == live_ranks.end()) continue;
-      if (r.metric == "status" && r.status == Status::Timeout) o.timed_out = true;
-      if (r.metric == "busbw" && r.size_bytes && *r.size_bytes >= size_bytes * 9 / 10 &&
-          (r.status == Status::Pass || r.status == Status::Fail))
-        slowest = slowest ? std::min(*slowest, r.value) : r.value;
-    }
-    if (!o.timed_out) o.value = slowest;
-    if (!o.value && !o.timed_out && o.missing.empty()) o.timed_out = true;  // ran, but produced nothing
-    out.push_back(std::move(o));
-  }
-  return out;
-}
-
 LocalizeOutcome localize(Campaign& campaign, const LocalizeOptions& opts) {
   LocalizeOutcome result;
   if (opts.by == "off") {
@@ -74,13 +46,21 @@ LocalizeOutcome localize(Campaign& campaign, const LocalizeOptions& opts) {
   }
   result.ran = true;
   result.units = units.names;
+  // The check declares its figure (a bandwidth or a latency) and which way is better.
+  const FigureSpec figure = *find_check(opts.test)->figure;  // kiln run checked it is declared
   analysis::PlannerConfig cfg;
-  cfg.outliers.direction = analysis::Direction::HigherIsBetter;  // busbw
+  cfg.outliers.direction =
+      figure.higher_is_better ? analysis::Direction::HigherIsBetter : analysis::Direction::LowerIsBetter;
   cfg.votes = opts.votes;
   cfg.outliers.rel_cutoff = opts.rel_cutoff;
   cfg.mode = opts.mode == "full" ? analysis::Mode::Full : analysis::Mode::Adaptive;
   cfg.size_bytes = opts.size_bytes;
   analysis::Planner planner(static_cast<int>(units.names.size()), cfg, opts.topology, units.names);
+  // One message size: whichever size parameters the check declares all get it.
+  nlohmann::json params = {{"deadline_s", opts.deadline_s}};
+  for (const auto& ps : find_check(opts.test)->params)
+    if (ps.name == "min_bytes" || ps.name == "max_bytes" || ps.name == "message_bytes" || ps.name == "bytes")
+      params[ps.name] = opts.size_bytes;
   std::set<int> lost_units;
   while (auto plan = planner.next()) {
     if (stop_requested()) break;
@@ -90,8 +70,7 @@ LocalizeOutcome localize(Campaign& campaign, const LocalizeOptions& opts) {
     }
     proto::Round round;
     round.deadline_s = opts.deadline_s;
-    round.tests = {{opts.test,
-                    {{"min_bytes", opts.size_bytes}, {"max_bytes", opts.size_bytes}, {"deadline_s", opts.deadline_s}}}};
+    round.tests = {{opts.test, params}};
     for (const auto& g : plan->groups) {
       std::vector<int> ranks;
       for (int unit : g)
@@ -99,7 +78,7 @@ LocalizeOutcome localize(Campaign& campaign, const LocalizeOptions& opts) {
       round.groups.push_back(ranks);
     }
     const auto rec = campaign.run_round(round, "localize: " + plan->reason, Phase::Localize);
-    planner.observe(*plan, outcomes_from_round(*plan, rec, units, lost_units, opts.size_bytes));
+    planner.observe(*plan, analysis::group_outcomes(*plan, rec, units.rank_of, lost_units, figure, opts.size_bytes));
   }
   result.findings = planner.findings();
   if (units.kind == "rank")

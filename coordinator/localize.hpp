@@ -41,11 +41,6 @@ struct Units {
 };
 Units choose_units(const std::map<int, RankState>& ranks, const std::string& by);
 
-// Turns the results of one round into the planner's outcomes (pure; exposed for tests).
-std::vector<analysis::GroupOutcome> outcomes_from_round(const analysis::RoundPlan& plan, const RoundRecord& rec,
-                                                        const Units& units, const std::set<int>& lost_units,
-                                                        std::int64_t size_bytes);
-
 LocalizeOutcome localize(Campaign& campaign, const LocalizeOptions& opts);
 
 }  // namespace kiln::coord

@@ -6,6 +6,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <functional>
@@ -19,7 +21,8 @@
 #include "common/hostlist.hpp"
 #include "common/net.hpp"
 #include "coordinator/campaign.hpp"
-#include "coordinator/catalog.hpp"
+#include "common/checks.hpp"
+#include "common/findings.hpp"
 #include "coordinator/analysis/simulate.hpp"
 #include "coordinator/launcher.hpp"
 #include "coordinator/localize.hpp"
@@ -86,10 +89,10 @@ struct RunConfig {
   int nodes = 0;
   std::string job_template;
   std::vector<std::string> sbatch_args;
+  std::vector<std::string> hosts;  // --nodelist, expanded
 };
 
-int cmd_run(const std::vector<std::string>& args) {
-  RunConfig c;
+po::options_description run_options(RunConfig& c) {
   po::options_description desc(
       "usage: kiln run [options]\n\nLaunches kiln-worker ranks, runs the test plan round by round, streams every\n"
       "result to OUT/results.jsonl and writes OUT/report.json.\n\noptions");
@@ -132,6 +135,131 @@ int cmd_run(const std::vector<std::string>& args) {
        "a group is slow below this fraction of the expected figure (peers' median or spec)")
       ("votes", po::value(&c.localize.votes)->default_value(c.localize.votes),
        "independent slow observations needed before a node or link finding");
+  return desc;
+}
+
+// Bounds every value of `kiln run` before anything is written or launched; fills c.hosts and
+// resolves --launcher auto. Returns the error, or an empty string.
+std::string check_run_config(RunConfig& c, const po::variables_map& vm) {
+  if (!c.nodelist.empty()) {
+    try {
+      c.hosts = hostlist::expand(c.nodelist);
+    } catch (const std::exception& e) {
+      return std::string("--nodelist: ") + e.what();
+    }
+  }
+  const bool slurm_nodes = !c.hosts.empty() || !c.partition.empty() || vm.count("nodes");
+  // auto: SLURM where sbatch is installed or a node set is asked for; --ranks alone asks for
+  // ranks on this host.
+  if (c.launcher == "auto")
+    c.launcher = slurm_nodes || (coord::on_path("sbatch") && vm["ranks"].defaulted()) ? "slurm" : "local";
+  if (c.launcher != "local" && c.launcher != "none" && c.launcher != "slurm")
+    return "unknown launcher '" + c.launcher + "' (want local, slurm, none or auto)";
+  if (c.launcher != "slurm" && slurm_nodes)
+    return "--nodelist, --partition and --nodes need the slurm launcher (got --launcher " + c.launcher + ")";
+  if (c.launcher == "slurm" && !coord::on_path("sbatch"))
+    return "the slurm launcher needs sbatch, which is not on PATH (install SLURM's client commands or use --launcher local)";
+  if (c.ranks < 1) return "--ranks must be at least 1 (got " + std::to_string(c.ranks) + ")";
+  if (c.ranks > 4096) return "--ranks " + std::to_string(c.ranks) + " is more than the local launcher supports (4096)";
+  // Durations: finite, positive and at most a week, or rounds end at once with nonsense deadlines.
+  auto duration = [](const char* name, double v) -> std::string {
+    if (!std::isfinite(v) || v <= 0 || v > 7 * 86400.0)
+      return std::string(name) + " must be a number of seconds between 0 and 604800";
+    return "";
+  };
+  for (auto [name, v] : {std::pair{"--deadline", c.deadline}, std::pair{"--connect-timeout", c.connect_timeout},
+                         std::pair{"--localize-deadline", c.localize.deadline_s}})
+    if (auto e = duration(name, v); !e.empty()) return e;
+  if (c.localize.by != "auto" && c.localize.by != "node" && c.localize.by != "rank" && c.localize.by != "off")
+    return "--localize-by must be node, rank, off or auto (got '" + c.localize.by + "')";
+  if (c.localize.mode != "adaptive" && c.localize.mode != "full")
+    return "--localize-mode must be adaptive or full (got '" + c.localize.mode + "')";
+  if (c.localize.votes < 1 || c.localize.votes > 100) return "--votes must be between 1 and 100";
+  if (!(c.localize.rel_cutoff > 0 && c.localize.rel_cutoff < 1)) return "--slow-cutoff must be between 0 and 1";
+  if (c.localize.size_bytes < 1) return "--localize-bytes must be positive";
+  const auto* lt = find_check(c.localize.test);
+  if (!lt) return "--localize-test: unknown check '" + c.localize.test + "' (kiln catalog lists them)";
+  if (lt->scope != Scope::Group || !lt->figure)
+    return "--localize-test: " + c.localize.test + " is not a group check with a figure of merit";
+  return "";
+}
+
+// The test plan from --tests and --params, each check's parameters validated against what it
+// declares. Throws std::invalid_argument with one line.
+std::vector<proto::TestSpec> parse_plan(const RunConfig& c) {
+  nlohmann::json params = nlohmann::json::object();
+  if (!c.params.empty()) {
+    params = nlohmann::json::parse(c.params, nullptr, false);
+    if (params.is_discarded() || !params.is_object()) throw std::invalid_argument("--params is not a JSON object");
+  }
+  std::vector<std::string> keys;
+  std::size_t start = 0;
+  for (;;) {
+    auto comma = c.tests.find(',', start);
+    keys.push_back(c.tests.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (keys.back().empty()) throw std::invalid_argument("--tests has an empty test name");
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (const auto& [key, _] : params.items())
+    if (std::find(keys.begin(), keys.end(), key) == keys.end())
+      throw std::invalid_argument("--params names '" + key.substr(0, 64) + "', which is not in --tests");
+  std::vector<proto::TestSpec> plan;
+  for (const auto& key : keys) {
+    const auto* spec = find_check(key);
+    if (!spec) throw std::invalid_argument("--tests: unknown check '" + key.substr(0, 64) + "' (kiln catalog lists them)");
+    try {
+      plan.push_back({key, validate_params(*spec, params.value(key, nlohmann::json::object()))});
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("--params: ") + e.what());
+    }
+  }
+  return plan;
+}
+
+// Checks the SLURM request against the cluster before the run directory is written.
+std::string plan_slurm(RunConfig& c, const po::variables_map& vm, coord::CampaignOptions& o,
+                       slurm::CommandRunner& runner, std::optional<coord::SlurmPlan>& plan) {
+  coord::SlurmJobRequest req;
+  req.partition = c.partition;
+  req.nodes = c.nodes;
+  req.nodelist = c.hosts;
+  req.ranks = vm["ranks"].defaulted() ? 0 : c.ranks;
+#ifdef KILN_JOBS_DIR
+  req.job_template = c.job_template.empty() ? fs::path(KILN_JOBS_DIR) / "burnin.sbatch.in" : fs::path(c.job_template);
+#else
+  req.job_template = c.job_template.empty() ? self_dir() / "../share/kiln/jobs/burnin.sbatch.in" : fs::path(c.job_template);
+#endif
+  try {
+    slurm::SlurmClient client(runner);
+    plan = coord::SlurmLauncher::validate(client, req);
+  } catch (const coord::SlurmRequestError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("cannot ask SLURM about the request: ") + e.what();
+  }
+  for (const auto& w : plan->warnings) spdlog::warn("{}", w);
+  o.ranks = plan->ranks();
+  o.expected_nodes = plan->nodelist;
+  o.launcher_args.clear();  // --mpirun-arg is for the local launcher
+  o.worker = fs::absolute(o.worker);
+  if (o.advertise_host.empty() && (o.listen.host == "0.0.0.0" || o.listen.host == "::"))
+    o.advertise_host = coord::reachable_address(plan->node_addresses);
+  c.job_template = req.job_template.string();
+  return "";
+}
+
+nlohmann::json localization_section(const coord::LocalizeOptions& lo, const coord::LocalizeOutcome& out) {
+  nlohmann::json section = {{"ran", out.ran},     {"by", lo.by},         {"test", lo.test},
+                            {"size_bytes", lo.size_bytes}, {"units", out.units}, {"rounds", out.rounds},
+                            {"story", out.story}};
+  if (!out.skipped_because.empty()) section["skipped_because"] = out.skipped_because;
+  return section;
+}
+
+int cmd_run(const std::vector<std::string>& args) {
+  RunConfig c;
+  const auto desc = run_options(c);
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -144,38 +272,13 @@ int cmd_run(const std::vector<std::string>& args) {
     std::cout << desc << "\nExit codes: 0 all passed, 1 findings, 2 the campaign could not run.\n";
     return 0;
   }
-  std::vector<std::string> hosts;
-  if (!c.nodelist.empty()) {
-    try {
-      hosts = hostlist::expand(c.nodelist);
-    } catch (const std::exception& e) {
-      return fail(std::string("--nodelist: ") + e.what());
-    }
-  }
-  const bool slurm_nodes = !hosts.empty() || !c.partition.empty() || vm.count("nodes");
-  // auto: SLURM where sbatch is installed or a node set is asked for; --ranks alone asks for
-  // ranks on this host.
-  if (c.launcher == "auto")
-    c.launcher = slurm_nodes || (coord::on_path("sbatch") && vm["ranks"].defaulted()) ? "slurm" : "local";
-  if (c.launcher != "local" && c.launcher != "none" && c.launcher != "slurm")
-    return fail("unknown launcher '" + c.launcher + "' (want local, slurm, none or auto)");
-  if (c.launcher != "slurm" && slurm_nodes)
-    return fail("--nodelist, --partition and --nodes need the slurm launcher (got --launcher " + c.launcher + ")");
-  if (c.launcher == "slurm" && !coord::on_path("sbatch"))
-    return fail("the slurm launcher needs sbatch, which is not on PATH (install SLURM's client commands or use --launcher local)");
-  if (c.ranks < 1) return fail("--ranks must be at least 1 (got " + std::to_string(c.ranks) + ")");
-  if (c.ranks > 4096) return fail("--ranks " + std::to_string(c.ranks) + " is more than the local launcher supports (4096)");
-  if (c.deadline <= 0) return fail("--deadline must be positive");
-  if (c.localize.by != "auto" && c.localize.by != "node" && c.localize.by != "rank" && c.localize.by != "off")
-    return fail("--localize-by must be node, rank, off or auto (got '" + c.localize.by + "')");
-  if (c.localize.mode != "adaptive" && c.localize.mode != "full")
-    return fail("--localize-mode must be adaptive or full (got '" + c.localize.mode + "')");
-  if (c.localize.votes < 1) return fail("--votes must be at least 1");
-  if (c.localize.rel_cutoff <= 0 || c.localize.rel_cutoff >= 1) return fail("--slow-cutoff must be between 0 and 1");
-  if (c.localize.size_bytes < 1) return fail("--localize-bytes must be positive");
-  if (c.connect_timeout <= 0) return fail("--connect-timeout must be positive");
-
+  if (auto e = check_run_config(c, vm); !e.empty()) return fail(e);
   coord::CampaignOptions o;
+  try {
+    o.tests = parse_plan(c);
+  } catch (const std::invalid_argument& e) {
+    return fail(e.what());
+  }
   o.run_id = make_run_id();
   o.ranks = c.ranks;
   o.test_deadline_s = c.deadline;
@@ -191,64 +294,14 @@ int cmd_run(const std::vector<std::string>& args) {
   o.advertise_host = c.advertise;
   o.localize = [lo = c.localize](coord::Campaign& camp) {
     auto out = coord::localize(camp, lo);
-    nlohmann::json section = {{"ran", out.ran},
-                              {"by", lo.by},
-                              {"test", lo.test},
-                              {"size_bytes", lo.size_bytes},
-                              {"units", out.units},
-                              {"rounds", out.rounds},
-                              {"story", out.story}};
-    if (!out.skipped_because.empty()) section["skipped_because"] = out.skipped_because;
-    return std::make_pair(out.findings, section);
+    return std::make_pair(out.findings, localization_section(lo, out));
   };
-  nlohmann::json params = nlohmann::json::object();
-  if (!c.params.empty()) {
-    params = nlohmann::json::parse(c.params, nullptr, false);
-    if (params.is_discarded() || !params.is_object()) return fail("--params is not a JSON object");
-  }
-  std::size_t start = 0;
-  while (start <= c.tests.size()) {
-    auto comma = c.tests.find(',', start);
-    std::string key = c.tests.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (key.empty()) return fail("--tests has an empty test name");
-    proto::TestSpec t{key, params.value(key, nlohmann::json::object())};
-    o.tests.push_back(t);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
   o.worker = c.worker.empty() ? self_dir() / "kiln-worker" : fs::path(c.worker);
   if (c.launcher != "none" && !fs::exists(o.worker)) return fail("worker binary " + o.worker.string() + " not found (use --worker)");
-  // SLURM: check the request against the cluster before the run directory is written.
   slurm::ProcessRunner slurm_runner;
   std::optional<coord::SlurmPlan> slurm_plan;
-  if (c.launcher == "slurm") {
-    coord::SlurmJobRequest req;
-    req.partition = c.partition;
-    req.nodes = c.nodes;
-    req.nodelist = hosts;
-    req.ranks = vm["ranks"].defaulted() ? 0 : c.ranks;
-#ifdef KILN_JOBS_DIR
-    req.job_template = c.job_template.empty() ? fs::path(KILN_JOBS_DIR) / "burnin.sbatch.in" : fs::path(c.job_template);
-#else
-    req.job_template = c.job_template.empty() ? self_dir() / "../share/kiln/jobs/burnin.sbatch.in" : fs::path(c.job_template);
-#endif
-    try {
-      slurm::SlurmClient client(slurm_runner);
-      slurm_plan = coord::SlurmLauncher::validate(client, req);
-    } catch (const coord::SlurmRequestError& e) {
-      return fail(e.what());
-    } catch (const std::exception& e) {
-      return fail(std::string("cannot ask SLURM about the request: ") + e.what());
-    }
-    for (const auto& w : slurm_plan->warnings) spdlog::warn("{}", w);
-    o.ranks = slurm_plan->ranks();
-    o.expected_nodes = slurm_plan->nodelist;
-    o.launcher_args.clear();  // --mpirun-arg is for the local launcher
-    o.worker = fs::absolute(o.worker);
-    if (o.advertise_host.empty() && (o.listen.host == "0.0.0.0" || o.listen.host == "::"))
-      o.advertise_host = coord::reachable_address(slurm_plan->node_addresses);
-    c.job_template = req.job_template.string();
-  }
+  if (c.launcher == "slurm")
+    if (auto e = plan_slurm(c, vm, o, slurm_runner, slurm_plan); !e.empty()) return fail(e);
   o.out = c.out.empty() ? fs::path("kiln-runs") / o.run_id : fs::path(c.out);
   try {
     coord::prepare_run_dir(o.out);
@@ -315,6 +368,30 @@ int cmd_simulate(const std::vector<std::string>& args) {
   }
 }
 
+// Prints the findings catalog and every check's parameters and figure of merit.
+int cmd_catalog(const std::vector<std::string>& args) {
+  const bool markdown = args.size() == 1 && args[0] == "--markdown";
+  if (!args.empty() && !markdown) {
+    if (args[0] == "--help" || args[0] == "-h") {
+      std::cout << "usage: kiln catalog [--markdown]\n\nPrints the findings catalog (code, severity, entity, "
+                   "meaning, next step) and every check with its parameters and figure of merit. --markdown "
+                   "prints docs/findings.md.\n";
+      return 0;
+    }
+    return fail("kiln catalog takes only --markdown (got '" + args[0] + "')");
+  }
+  if (markdown) {
+    std::cout << catalog_markdown();
+    return 0;
+  }
+  std::cout << "Findings (code, severity, entity: meaning; next step)\n";
+  for (const auto& e : catalog())
+    std::cout << "  " << e.name << "  " << to_string(e.severity) << "  " << e.entity_kind << ": " << e.meaning
+              << "\n      next: " << e.next_step << "\n";
+  std::cout << "\nChecks (key, scope, default deadline; figure of merit; parameters)\n" << describe_checks();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -338,11 +415,6 @@ int main(int argc, char** argv) {
   }
   if (cmd == "run") return cmd_run(rest);
   if (cmd == "simulate") return cmd_simulate(rest);
-  if (cmd == "catalog") {
-    std::cout << "| code | severity | meaning | next step |\n|---|---|---|---|\n";
-    for (const auto& e : coord::catalog())
-      std::cout << "| `" << e.code << "` | " << to_string(e.severity) << " | " << e.meaning << " | " << e.next_step << " |\n";
-    return 0;
-  }
+  if (cmd == "catalog") return cmd_catalog(rest);
   return fail("unknown command '" + cmd + "' (see kiln --help)");
 }

@@ -217,18 +217,7 @@ struct ResultServer::Impl {
             handle_hello(s, *msg, nonce);
             continue;
           }
-          const auto type = proto::type_of(*msg);
-          switch (type) {
-            case proto::MsgType::Result:
-            case proto::MsgType::Done:
-            case proto::MsgType::Heartbeat:
-            case proto::MsgType::Error:
-            case proto::MsgType::Bye:
-              events.push(Event{Event::Kind::Message, s->id, s->rank, {}, std::move(*msg), {}, s->peer});
-              break;
-            default:
-              throw proto::ProtocolError("unexpected '" + proto::to_string(type) + "' from a worker");
-          }
+          events.push(Event{Event::Kind::Message, s->id, s->rank, {}, proto::decode_worker_message(*msg), {}, s->peer});
         }
       } catch (const std::exception& e) {
         // The stream cannot be resynchronised after a bad frame: this connection ends, no other.

@@ -37,7 +37,7 @@ ResultStore::~ResultStore() {
   }
 }
 
-void ResultStore::append(const Result& r) {
+void ResultStore::append(const Record& r) {
   const std::string line = nlohmann::json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), f_) != line.size())
     throw std::runtime_error("cannot write " + path_.string() + ": " + std::strerror(errno));

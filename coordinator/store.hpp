@@ -20,7 +20,7 @@ class ResultStore {
   ResultStore(const ResultStore&) = delete;
   ResultStore& operator=(const ResultStore&) = delete;
 
-  void append(const Result& r);  // buffered; call sync() before acknowledging
+  void append(const Record& r);  // buffered; call sync() before acknowledging
   void sync();                   // fflush + fdatasync
   std::size_t count() const { return count_; }
 

@@ -1,6 +1,8 @@
-// The worker's test harness: a test is a class with a stable key, an applicability check that
-// returns the SKIP reason, and run(). The runner (worker/runner.cpp), not the test, owns timing,
-// deadlines, status on exceptions, and filling in who/when on every result.
+// The worker's check harness: a check is a class with a stable key, an applicability check that
+// returns the SKIP reason, and run(). What it declares (description, scope, deadline, parameters,
+// figure of merit) is data in common/checks.cpp, shared with the coordinator. The runner
+// (worker/runner.cpp), not the check, owns timing, deadlines, parameter validation, status on
+// exceptions, and filling in who/when on every result.
 #pragma once
 
 #include <chrono>
@@ -15,32 +17,10 @@
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
+#include "common/checks.hpp"
 #include "common/types.hpp"
 
 namespace kiln::worker {
-
-// What a rank knows about itself and its node, gathered once at start-up.
-struct NodeInfo {
-  std::string host;
-  int world_rank = 0;
-  int world_size = 1;
-  int local_rank = 0;  // index of this rank among the ranks on its host
-  int local_size = 1;
-  int gpu_count = 0;   // CUDA-visible GPUs (0 when built without CUDA or none visible)
-  std::vector<std::string> gpu_models;
-  std::string cuda_driver;   // "13.0" or "" when unknown
-  std::string cuda_runtime;
-  std::string nccl_version;
-  std::string mpi_version;
-  std::string gpu_skip_reason;  // why gpu_count is 0, for SKIP results
-  int ib_device_count = 0;
-};
-
-enum class Scope {
-  PerRank,  // every rank runs it alone (comm = MPI_COMM_SELF)
-  PerNode,  // only local rank 0 of each host runs it (e.g. inventory, GPU burn of the whole node)
-  Group,    // all members of each group of the round run it together on the group's communicator
-};
 
 // Drill switches (KILN_FAULT_* environment variables), a test aid documented in docs/. Off unless set.
 struct Faults {
@@ -56,7 +36,8 @@ struct Context {
   int group_size = 1;
   std::vector<int> group_world_ranks;  // world ranks of the group, in comm order
   std::int64_t round_id = -1;
-  nlohmann::json params = nlohmann::json::object();  // test parameters sent with the round
+  // The round's parameters, validated against the check's declaration with defaults filled in.
+  nlohmann::json params = nlohmann::json::object();
   std::chrono::steady_clock::time_point deadline;
   const Faults& faults;
 
@@ -79,8 +60,8 @@ struct DeadlineExceeded : std::runtime_error {
 class ResultSink {
  public:
   virtual ~ResultSink() = default;
-  // Streams one result now. The runner fills test, host, rank, round_id, group_id, ts and entity
-  // (this rank) when the test leaves them empty.
+  // Streams one result now. The runner stamps test, host, rank, round_id, group_id and ts, and
+  // the entity (this rank) when the check leaves it empty: the one place results are stamped.
   virtual void emit(Result r) = 0;
 };
 
@@ -88,12 +69,14 @@ class Check {
  public:
   virtual ~Check() = default;
   virtual std::string key() const = 0;
-  virtual std::string description() const = 0;
-  virtual Scope scope() const = 0;
-  // nullopt when the test can run on this node; otherwise the reason it is skipped.
+  // The declaration in common/checks.cpp (a unit test checks every registered key has one).
+  const CheckSpec& spec() const;
+  virtual std::string description() const { return spec().description; }
+  virtual Scope scope() const { return spec().scope; }
+  // nullopt when the check can run on this node; otherwise the reason it is skipped.
   virtual std::optional<std::string> applicable(const NodeInfo&) const { return std::nullopt; }
   // Default deadline (seconds) when the round gives none.
-  virtual double default_deadline_s() const { return 120.0; }
+  virtual double default_deadline_s() const { return spec().default_deadline_s; }
   virtual void run(Context& ctx, ResultSink& sink) = 0;
 };
 

@@ -270,13 +270,16 @@ void CoordinatorLink::send(const nlohmann::json& msg) {
   if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
 }
 
-std::uint64_t CoordinatorLink::send_result(const Result& r) {
+std::uint64_t CoordinatorLink::send_record(const Record& r) {
   const std::uint64_t seq = ++seq_;
   {
     std::lock_guard lk(mu_);
     unacked_.insert(seq);
   }
-  send(proto::wrap(proto::ResultMsg{seq, r}));
+  if (const auto* res = std::get_if<Result>(&r))
+    send(proto::wrap(proto::ResultMsg{seq, *res}));
+  else
+    send(proto::wrap(proto::EndMsg{seq, std::get<CheckEnd>(r)}));
   return seq;
 }
 

@@ -30,7 +30,7 @@ struct LinkIdentity {
   int rank = 0;
   int world_size = 1;
   std::string host;
-  nlohmann::json info = nlohmann::json::object();
+  NodeInfo info;
 };
 
 class CoordinatorLink {
@@ -46,7 +46,7 @@ class CoordinatorLink {
   // The next command (round or bye) from the coordinator, or nullopt at the deadline or when the
   // link is closed (see closed()).
   std::optional<nlohmann::json> next_command(std::chrono::steady_clock::time_point deadline);
-  std::uint64_t send_result(const Result& r);  // queued; returns its seq
+  std::uint64_t send_record(const Record& r);  // a result or a check end; queued; returns its seq
   void send(const nlohmann::json& msg);
   std::uint64_t last_seq() const { return seq_.load(); }
   // Waits until every result sent so far is acknowledged (on disk at the coordinator).

@@ -59,16 +59,17 @@ int run_standalone(const Config& c, const NodeInfo& node, const Faults& faults) 
   while (start <= c.tests.size()) {
     auto comma = c.tests.find(',', start);
     auto key = c.tests.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!key.empty()) round.tests.push_back({key, params.contains(key) ? params[key] : params});
+    if (!key.empty()) round.tests.push_back({key, params.value(key, nlohmann::json::object())});
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
   int worst = 0;
-  Runner runner(node, faults, [&](const Result& r) {
+  Runner runner(node, faults, [&](const Record& r) {
     const std::string line = nlohmann::json(r).dump() + "\n";
     std::fwrite(line.data(), 1, line.size(), stdout);
     std::fflush(stdout);
-    if (r.status == Status::Fail || r.status == Status::Error || r.status == Status::Timeout) worst = 1;
+    const Status s = std::visit([](const auto& v) { return v.status; }, r);
+    if (s == Status::Fail || s == Status::Error || s == Status::Timeout) worst = 1;
   });
   runner.run_round(round);
   return worst;
@@ -86,14 +87,14 @@ int run_connected(const Config& c, const NodeInfo& node, const Faults& faults) {
   } catch (const std::exception& e) {
     die(rank, e.what());
   }
-  CoordinatorLink link(ep, secret, LinkIdentity{rank, node.world_size, node.host, to_json(node)});
+  CoordinatorLink link(ep, secret, LinkIdentity{rank, node.world_size, node.host, node});
   try {
     link.connect(std::chrono::milliseconds(static_cast<long long>(c.connect_timeout * 1000)));
   } catch (const std::exception& e) {
     die(rank, e.what());
   }
   link.start();
-  Runner runner(node, faults, [&](const Result& r) { link.send_result(r); });
+  Runner runner(node, faults, [&](const Record& r) { link.send_record(r); });
   const bool debug = std::getenv("KILN_DEBUG") != nullptr;
   for (;;) {
     auto cmd = link.next_command(Clock::now() + std::chrono::seconds(1));
@@ -162,8 +163,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (c.list_tests) {
-    for (const auto& k : Registry::instance().keys())
-      std::cout << k << "  " << Registry::instance().create(k)->description() << "\n";
+    std::cout << describe_checks(Registry::instance().keys());
     return 0;
   }
   int provided = 0;

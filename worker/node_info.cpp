@@ -66,20 +66,4 @@ NodeInfo gather_node_info() {
   return n;
 }
 
-nlohmann::json to_json(const NodeInfo& n) {
-  return {{"host", n.host},
-          {"world_rank", n.world_rank},
-          {"world_size", n.world_size},
-          {"local_rank", n.local_rank},
-          {"local_size", n.local_size},
-          {"gpu_count", n.gpu_count},
-          {"gpu_models", n.gpu_models},
-          {"gpu_skip_reason", n.gpu_skip_reason},
-          {"cuda_driver", n.cuda_driver},
-          {"cuda_runtime", n.cuda_runtime},
-          {"nccl_version", n.nccl_version},
-          {"mpi_version", n.mpi_version},
-          {"ib_devices", n.ib_device_count}};
-}
-
 }  // namespace kiln::worker

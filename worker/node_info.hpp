@@ -8,6 +8,5 @@ namespace kiln::worker {
 
 // Gathers this rank's NodeInfo (collective over MPI_COMM_WORLD: call from every rank).
 NodeInfo gather_node_info();
-nlohmann::json to_json(const NodeInfo& n);
 
 }  // namespace kiln::worker

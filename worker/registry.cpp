@@ -1,8 +1,15 @@
 #include <algorithm>
+#include <stdexcept>
 
 #include "worker/check.hpp"
 
 namespace kiln::worker {
+
+const CheckSpec& Check::spec() const {
+  const auto* s = find_check(key());
+  if (!s) throw std::logic_error("check '" + key() + "' has no declaration in common/checks.cpp");
+  return *s;
+}
 
 Registry& Registry::instance() {
   static Registry r;

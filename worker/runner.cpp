@@ -57,7 +57,7 @@ class StampingSink : public ResultSink {
       ran_ = true;
     }
     ++count_;
-    emit_(r);
+    emit_(Record(std::move(r)));
   }
   Status worst() const { return worst_; }
   // The test reported results and every one was a SKIP: it did not run here.
@@ -84,21 +84,37 @@ void Runner::run_round(const proto::Round& round) {
   for (std::size_t i = 0; i < round.tests.size(); ++i) run_test(round, i);
 }
 
+void Runner::end(const proto::Round& round, const std::string& key, int group, Status s, const std::string& reason,
+                 double seconds) {
+  CheckEnd e;
+  e.test = key;
+  e.host = node_.host;
+  e.rank = node_.world_rank;
+  e.status = s;
+  e.reason = reason;
+  e.seconds = seconds;
+  e.round_id = round.id;
+  e.group_id = group;
+  e.ts = now_unix();
+  emit_(Record(std::move(e)));
+}
+
 void Runner::run_test(const proto::Round& round, std::size_t index) {
   const auto& spec = round.tests[index];
   auto test = Registry::instance().create(spec.key);
   auto status_result = [&](Status s, const std::string& reason, double seconds, int group) {
-    Result r;
-    r.test = spec.key;
-    r.metric = "status";
-    r.value = seconds;
-    r.unit = "s";
-    r.status = s;
-    r.reason = reason;
-    StampingSink(node_, spec.key, round.id, group, emit_).emit(r);
+    end(round, spec.key, group, s, reason, seconds);
   };
   if (!test) {
     status_result(Status::Error, "unknown test '" + spec.key + "' (kiln-worker --list-tests shows the known ones)", 0, -1);
+    return;
+  }
+  // A parameter of the wrong type or out of bounds ends the check in ERROR, never the worker.
+  nlohmann::json params;
+  try {
+    params = validate_params(test->spec(), spec.params);
+  } catch (const std::exception& e) {
+    status_result(Status::Error, std::string("bad parameters: ") + e.what(), 0, -1);
     return;
   }
   const Scope scope = test->scope();
@@ -115,8 +131,8 @@ void Runner::run_test(const proto::Round& round, std::size_t index) {
     if (group_id < 0) return;  // this rank sits the round out
   }
 
-  double deadline_s = spec.params.value("deadline_s", round.deadline_s > 0 ? round.deadline_s : test->default_deadline_s());
-  Context ctx{node_, MPI_COMM_SELF, group_id, 0, 1, members, round.id, spec.params,
+  const double deadline_s = params.value("deadline_s", round.deadline_s > 0 ? round.deadline_s : test->default_deadline_s());
+  Context ctx{node_, MPI_COMM_SELF, group_id, 0, 1, members, round.id, params,
               Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_s)),
               faults_};
   MPI_Comm group_comm = MPI_COMM_NULL;

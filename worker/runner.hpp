@@ -1,5 +1,6 @@
 // Runs the tests of a round on this rank: builds group communicators, applies the SKIP rules,
-// enforces deadlines, turns exceptions into ERROR/TIMEOUT results, and stamps every result.
+// validates parameters, enforces deadlines, turns exceptions into ERROR/TIMEOUT, stamps every
+// result, and ends every check it was asked for with one CheckEnd.
 #pragma once
 
 #include <functional>
@@ -13,12 +14,14 @@ Faults faults_from_env();  // parses KILN_FAULT (a JSON object); throws on malfo
 
 class Runner {
  public:
-  using Emit = std::function<void(const Result&)>;
+  using Emit = std::function<void(const Record&)>;
   Runner(const NodeInfo& node, const Faults& faults, Emit emit) : node_(node), faults_(faults), emit_(std::move(emit)) {}
   void run_round(const proto::Round& round);
 
  private:
   void run_test(const proto::Round& round, std::size_t index);
+  void end(const proto::Round& round, const std::string& key, int group, Status s, const std::string& reason,
+           double seconds);
   const NodeInfo& node_;
   const Faults& faults_;
   Emit emit_;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/findings.hpp"
 #include "coordinator/analysis/planner_impl.hpp"
 
 namespace kiln::analysis {
@@ -35,35 +36,19 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
     if (present < 2 || bad != present) continue;
     for (int u : sw.nodes)
       if (u >= 0 && u < n) on_bad_switch[u] = 1;
-    kiln::Finding f;
-    f.code = "switch.slow";
-    f.severity = kiln::Severity::Critical;
-    f.entity = {"switch", sw.name};
-    f.summary = "every node under switch " + sw.name + " (" + std::to_string(bad) +
-                ") is slow with known-good partners elsewhere";
-    f.next_step = "check switch " + sw.name +
-                  ": uplink ports, port error counters and firmware; the nodes under it are slow "
-                  "only because of the switch, so do not drain them one by one";
-    f.confidence = 0.9;
-    f.evidence = {{"nodes", members}};
-    out.push_back(std::move(f));
+    out.push_back(kiln::make_finding(kiln::Code::SwitchSlow, {"switch", sw.name},
+                                     "every node under switch " + sw.name + " (" + std::to_string(bad) +
+                                         ") is slow with known-good partners elsewhere",
+                                     {{"nodes", members}}, 0.9));
   }
 
   for (int u = 0; u < n; ++u) {
     const auto& d = nodes[u];
     if (d.lost) {
-      kiln::Finding f;
-      f.code = "node.lost";
-      f.severity = kiln::Severity::Critical;
-      f.entity = {"node", name(u)};
-      f.summary = name(u) + " stopped reporting in round " + std::to_string(d.lost_round) +
-                  " and was excluded from later rounds";
-      f.next_step = "find out why " + name(u) +
-                    " stopped (scontrol show node, its console and dmesg), fix it and run kiln "
-                    "check on it before returning it to service";
-      f.confidence = 1.0;
-      f.evidence = {{"lost_round", d.lost_round}};
-      out.push_back(std::move(f));
+      out.push_back(kiln::make_finding(kiln::Code::NodeLost, {"node", name(u)},
+                                       name(u) + " stopped reporting in round " + std::to_string(d.lost_round) +
+                                           " and was excluded from later rounds",
+                                       {{"lost_round", d.lost_round}}, 1.0));
       continue;
     }
     if (!d.bad || on_bad_switch[u]) continue;
@@ -77,20 +62,11 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
     }
     std::sort(partners.begin(), partners.end());
     partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
-    kiln::Finding f;
-    f.code = "node.slow";
-    f.severity = kiln::Severity::Error;
-    f.entity = {"node", name(u)};
-    f.summary = name(u) + " is slow with " + std::to_string(partners.size()) +
-                " distinct known-good partners";
-    f.next_step = "drain " + name(u) +
-                  " (scontrol update nodename=" + name(u) +
-                  " state=drain reason=kiln) and run GPU and NIC diagnostics on it; reseat or "
-                  "replace its NIC cable if the port shows errors";
-    f.confidence = confidence(static_cast<int>(partners.size()), d.fast);
-    f.evidence = {{"slow_with_known_good", ev}, {"fast_tests", d.fast},
-                  {"confirmed_round", d.bad_round}};
-    out.push_back(std::move(f));
+    out.push_back(kiln::make_finding(
+        kiln::Code::NodeSlow, {"node", name(u)},
+        name(u) + " is slow with " + std::to_string(partners.size()) + " distinct known-good partners",
+        {{"slow_with_known_good", ev}, {"fast_tests", d.fast}, {"confirmed_round", d.bad_round}},
+        confidence(static_cast<int>(partners.size()), d.fast)));
   }
 
   for (const auto& [key, l] : links) {
@@ -104,18 +80,8 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
       if (std::binary_search(g.members.begin(), g.members.end(), a) &&
           std::binary_search(g.members.begin(), g.members.end(), b))
         groups.push_back({{"round", g.round}, {"size", g.members.size()}, {"slowness", finite(g.slowness)}});
-    kiln::Finding f;
-    f.code = "link.slow";
-    f.severity = kiln::Severity::Error;
-    f.entity = {"link", link_id(a, b)};
-    f.summary = "traffic between " + name(a) + " and " + name(b) +
-                " is slow while both are fine with other partners";
-    f.next_step = "check the cables and switch ports on the path between " + name(a) + " and " +
-                  name(b) + ": port error counters on both ends, reseat or replace the cable; "
-                  "both nodes are fine with other partners, so do not drain them";
     const int votes = static_cast<int>(l.slow_pair_tests.size()) + l.group_votes;
-    f.confidence = confidence(votes, l.fast_pair_tests);
-    f.evidence = {{"slow_pair_tests", pairs},
+    nlohmann::json evidence = {{"slow_pair_tests", pairs},
                   {"slow_groups_holding_both", groups},
                   {"votes", votes},
                   {"fast_pair_tests", l.fast_pair_tests},
@@ -125,7 +91,10 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
                     {name(b), {{"first_fast_round", nodes[b].first_fast_round},
                                {"group_size", nodes[b].first_fast_size}}}}},
                   {"confirmed_round", l.confirmed_round}};
-    out.push_back(std::move(f));
+    out.push_back(kiln::make_finding(kiln::Code::LinkSlow, {"link", link_id(a, b)},
+                                     "traffic between " + name(a) + " and " + name(b) +
+                                         " is slow while both are fine with other partners",
+                                     std::move(evidence), confidence(votes, l.fast_pair_tests)));
   }
   return out;
 }

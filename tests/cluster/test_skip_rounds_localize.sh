@@ -20,7 +20,7 @@ import json, sys
 out, tests = sys.argv[1], sys.argv[2].split(",")
 rows = [json.loads(l) for l in open(out + "/results.jsonl")]
 for t in tests:
-    st = [r for r in rows if r["test"] == t and r["metric"] == "status"]
+    st = [r for r in rows if r["test"] == t and r["record"] == "end"]
     assert st, t
     assert all(r["status"] == "skip" and r.get("reason") for r in st), (t, st[:1])
     assert len({r["host"] for r in st}) == 6, (t, {r["host"] for r in st})

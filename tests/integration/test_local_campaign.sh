@@ -9,9 +9,14 @@ rc=$?
 python3 - "$OUT" <<'PY' && pass "results.jsonl and report.json hold all 4 ranks" || bad "results/report content"
 import json, sys
 out = sys.argv[1]
-rows = [json.loads(l) for l in open(out + "/results.jsonl")]
+lines = [json.loads(l) for l in open(out + "/results.jsonl")]
+rows = [r for r in lines if r["record"] == "result"]
+ends = [r for r in lines if r["record"] == "end"]
 need = {"test", "host", "rank", "metric", "value", "unit", "status"}
 assert all(need <= r.keys() for r in rows), "a result lacks a required field"
+# Every check ends once per rank that ran it: host.inventory on the one node, mpi.all_reduce on 4.
+assert sorted((e["test"], e["rank"]) for e in ends) == [("host.inventory", 0)] + [("mpi.all_reduce", r) for r in range(4)], ends
+assert all(e["status"] == "pass" and e["seconds"] >= 0 for e in ends), ends
 ranks = {r["rank"] for r in rows}
 assert ranks == {0, 1, 2, 3}, f"ranks in results.jsonl: {ranks}"
 ar = [r for r in rows if r["test"] == "mpi.all_reduce" and r["metric"] == "busbw"]
@@ -29,6 +34,7 @@ assert rep["findings"] == []
 assert [r["rank"] for r in rep["ranks"]] == [0, 1, 2, 3]
 assert all(r["state"] == "ok" and r["results"] > 0 for r in rep["ranks"])
 assert rep["results"]["total"] == len(rows), (rep["results"]["total"], len(rows))
+assert all(r["phase"] == "plan" for r in rep["rounds"])
 assert len(rep["rounds"]) == 2 and all(not r["missing"] for r in rep["rounds"])
 PY
 for r in 0 1 2 3; do

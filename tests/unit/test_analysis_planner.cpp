@@ -1,5 +1,6 @@
 // The planner against recorded scenarios (tests/data/analysis/scenario_*.json): a model cluster
 // whose figures carry recorded jitter, answered round by round as a live campaign would.
+#include "common/findings.hpp"
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -81,7 +82,7 @@ Run run_scenario(const json& fx, std::uint64_t seed = 1, std::size_t jitter_offs
 
 std::set<std::pair<std::string, std::string>> found(const Run& r) {
   std::set<std::pair<std::string, std::string>> out;
-  for (const auto& f : r.findings) out.insert({f.code, f.entity.id});
+  for (const auto& f : r.findings) out.insert({kiln::to_string(f.code), f.entity.id});
   return out;
 }
 
@@ -134,7 +135,7 @@ TEST_CASE("bad link: a link finding for that pair and no node finding", "[analys
   const auto run = run_scenario(load("scenario_bad_link.json"));
   REQUIRE(run.findings.size() == 1);
   const auto& f = run.findings.front();
-  CHECK(f.code == "link.slow");
+  CHECK(f.code == kiln::Code::LinkSlow);
   CHECK(f.evidence["votes"].get<int>() >= 2);
   CHECK(f.evidence["ends_fine_elsewhere"].contains("node1"));
   CHECK(f.evidence["ends_fine_elsewhere"].contains("node6"));

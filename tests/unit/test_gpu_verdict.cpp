@@ -105,7 +105,7 @@ TEST_CASE("gpu memtest patterns", "[gpu]") {
 }
 
 TEST_CASE("gpu tests SKIP with a reason where no GPU is visible", "[gpu]") {
-  NodeInfo node;
+  kiln::NodeInfo node;
   node.host = "ci";
   node.gpu_count = 0;
   node.gpu_skip_reason = "no GPU visible to CUDA";
@@ -113,7 +113,7 @@ TEST_CASE("gpu tests SKIP with a reason where no GPU is visible", "[gpu]") {
     INFO(key);
     auto t = Registry::instance().create(key);
     REQUIRE(t);
-    CHECK(t->scope() == Scope::PerNode);
+    CHECK(t->scope() == kiln::Scope::PerNode);
     const auto why = t->applicable(node);
     // gpu.health reads NVML too, so on a machine whose driver sees GPUs it may run; elsewhere
     // (CI) every GPU test must give a reason.

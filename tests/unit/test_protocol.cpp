@@ -1,3 +1,4 @@
+#include "common/findings.hpp"
 #include <catch2/catch.hpp>
 
 #include "common/protocol.hpp"
@@ -99,13 +100,15 @@ TEST_CASE("every message type survives a JSON round trip", "[protocol]") {
   h.host = "gpu007";
   h.client_nonce = "n";
   h.mac = "m";
-  h.info = {{"gpus", 8}};
+  h.info.gpu_count = 8;
+  h.info.gpu_models = {"NVIDIA H200"};
   auto h2 = round_trip(h);
   CHECK(h2.rank == 3);
   CHECK(h2.world_size == 8);
   CHECK(h2.host == "gpu007");
   CHECK(h2.mac == "m");
-  CHECK(h2.info["gpus"] == 8);
+  CHECK(h2.info.gpu_count == 8);
+  CHECK(h2.info.gpu_models == std::vector<std::string>{"NVIDIA H200"});
 
   auto w = round_trip(Welcome{"run1", "mac", 2.5});
   CHECK(w.run_id == "run1");
@@ -157,7 +160,7 @@ TEST_CASE("every message type survives a JSON round trip", "[protocol]") {
 
 TEST_CASE("findings and statuses round-trip and reject unknown values", "[types]") {
   Finding f;
-  f.code = "link.slow";
+  f.code = Code::LinkSlow;
   f.severity = Severity::Critical;
   f.entity = {"link", "a<->b"};
   f.summary = "s";

@@ -35,30 +35,19 @@ double mem_total_gib() {
 class HostInventory : public Check {
  public:
   std::string key() const override { return "host.inventory"; }
-  std::string description() const override { return "CPUs, memory, kernel, GPUs, CUDA/NCCL/MPI versions of the node"; }
-  Scope scope() const override { return Scope::PerNode; }
-  double default_deadline_s() const override { return 30; }
 
   void run(Context& ctx, ResultSink& sink) override {
     utsname u{};
     ::uname(&u);
     const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
     const auto& n = ctx.node;
-    nlohmann::json inv = {{"host", n.host},
-                          {"cpus", cpus},
-                          {"cpu_model", cpu_model()},
-                          {"memory_gib", mem_total_gib()},
-                          {"kernel", std::string(u.release)},
-                          {"arch", std::string(u.machine)},
-                          {"gpu_count", n.gpu_count},
-                          {"gpu_models", n.gpu_models},
-                          {"gpu_note", n.gpu_skip_reason},
-                          {"cuda_driver", n.cuda_driver},
-                          {"cuda_runtime", n.cuda_runtime},
-                          {"nccl", n.nccl_version},
-                          {"mpi", n.mpi_version},
-                          {"ib_devices", n.ib_device_count},
-                          {"ranks_on_node", n.local_size}};
+    // The node's NodeInfo (the same keys as in the hello) plus what only this check reads.
+    nlohmann::json inv = n;
+    inv.update({{"cpus", cpus},
+                {"cpu_model", cpu_model()},
+                {"memory_gib", mem_total_gib()},
+                {"kernel", std::string(u.release)},
+                {"arch", std::string(u.machine)}});
     const Entity node{"node", n.host};
     Result r;
     r.entity = node;

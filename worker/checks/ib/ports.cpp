@@ -17,11 +17,6 @@ namespace {
 class IbPortsTest final : public Check {
  public:
   std::string key() const override { return "ib.ports"; }
-  std::string description() const override {
-    return "HCA port state, rate, width and error counters from sysfs (before/after, or over a window)";
-  }
-  Scope scope() const override { return Scope::PerNode; }
-  double default_deadline_s() const override { return 60.0; }
 
   std::optional<std::string> applicable(const NodeInfo&) const override {
     if (list_ports(root_from({})).empty())

@@ -18,10 +18,6 @@ namespace {
 class MpiAllReduce : public Check {
  public:
   std::string key() const override { return "mpi.all_reduce"; }
-  std::string description() const override {
-    return "host-memory MPI_Allreduce sweep (float sum): time, algbw, busbw per size";
-  }
-  Scope scope() const override { return Scope::Group; }
 
   void run(Context& ctx, ResultSink& sink) override {
     const auto sizes = sweep_sizes(ctx.param<std::int64_t>("min_bytes", 8), ctx.param<std::int64_t>("max_bytes", 64 << 20),

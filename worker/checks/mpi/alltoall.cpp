@@ -16,10 +16,6 @@ namespace {
 class MpiAlltoall : public Check {
  public:
   std::string key() const override { return "mpi.alltoall"; }
-  std::string description() const override {
-    return "host-memory MPI_Alltoall sweep over the group: time, algbw, busbw per size (loads every link)";
-  }
-  Scope scope() const override { return Scope::Group; }
 
   void run(Context& ctx, ResultSink& sink) override {
     // Sizes are the bytes each rank sends in total (as nccl-tests counts them).

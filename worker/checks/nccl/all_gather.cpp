@@ -7,7 +7,6 @@ namespace {
 class AllGatherTest final : public CollectiveTest {
  public:
   std::string key() const override { return "nccl.all_gather"; }
-  std::string description() const override { return "NCCL all-gather sweep over the group's GPUs: busbw = algbw * (n-1)/n"; }
   Coll coll() const override { return Coll::AllGather; }
 #if KILN_HAVE_NCCL
   ncclResult_t enqueue(const Launch& l) const override {

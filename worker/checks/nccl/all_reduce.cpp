@@ -7,7 +7,6 @@ namespace {
 class AllReduceTest final : public CollectiveTest {
  public:
   std::string key() const override { return "nccl.all_reduce"; }
-  std::string description() const override { return "NCCL all-reduce (float sum) sweep over the group's GPUs: time, algbw, busbw = algbw * 2(n-1)/n"; }
   Coll coll() const override { return Coll::AllReduce; }
 #if KILN_HAVE_NCCL
   ncclResult_t enqueue(const Launch& l) const override {

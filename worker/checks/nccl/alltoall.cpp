@@ -7,7 +7,6 @@ namespace {
 class AllToAllTest final : public CollectiveTest {
  public:
   std::string key() const override { return "nccl.alltoall"; }
-  std::string description() const override { return "NCCL all-to-all sweep over the group's GPUs (every pair carries traffic): busbw = algbw * (n-1)/n"; }
   Coll coll() const override { return Coll::AllToAll; }
   bool supports_in_place() const override { return false; }
   bool blocking_ops() const override { return false; }

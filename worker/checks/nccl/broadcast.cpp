@@ -7,7 +7,6 @@ namespace {
 class BroadcastTest final : public CollectiveTest {
  public:
   std::string key() const override { return "nccl.broadcast"; }
-  std::string description() const override { return "NCCL broadcast sweep from the group's root rank: busbw = algbw"; }
   Coll coll() const override { return Coll::Broadcast; }
 #if KILN_HAVE_NCCL
   ncclResult_t enqueue(const Launch& l) const override {

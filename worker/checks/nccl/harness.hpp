@@ -35,9 +35,7 @@ struct Launch {
 
 class CollectiveTest : public Check {
  public:
-  Scope scope() const override { return Scope::Group; }
   std::optional<std::string> applicable(const NodeInfo& node) const override;
-  double default_deadline_s() const override { return 300.0; }
   void run(Context& ctx, ResultSink& sink) override;
 
   virtual Coll coll() const = 0;

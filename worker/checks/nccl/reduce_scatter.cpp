@@ -7,7 +7,6 @@ namespace {
 class ReduceScatterTest final : public CollectiveTest {
  public:
   std::string key() const override { return "nccl.reduce_scatter"; }
-  std::string description() const override { return "NCCL reduce-scatter (float sum) sweep over the group's GPUs: busbw = algbw * (n-1)/n"; }
   Coll coll() const override { return Coll::ReduceScatter; }
 #if KILN_HAVE_NCCL
   ncclResult_t enqueue(const Launch& l) const override {

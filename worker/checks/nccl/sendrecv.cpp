@@ -8,9 +8,6 @@ namespace {
 class SendRecvTest final : public CollectiveTest {
  public:
   std::string key() const override { return "nccl.sendrecv"; }
-  std::string description() const override {
-    return "NCCL send/recv to the next rank of the group while receiving from the previous one: busbw = algbw";
-  }
   Coll coll() const override { return Coll::SendRecv; }
   bool supports_in_place() const override { return false; }
   bool blocking_ops() const override { return false; }

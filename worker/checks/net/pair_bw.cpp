@@ -16,10 +16,6 @@ namespace {
 class NetPairBw : public Check {
  public:
   std::string key() const override { return "net.pair_bw"; }
-  std::string description() const override {
-    return "point-to-point bandwidth both ways and latency between the two members of each pair";
-  }
-  Scope scope() const override { return Scope::Group; }
 
   void run(Context& ctx, ResultSink& sink) override {
     if (ctx.group_size != 2) {

@@ -21,8 +21,6 @@ enum class RdmaOp { Write, Read, SendLatency };
 
 class PairTest : public Check {
  public:
-  Scope scope() const override { return Scope::Group; }
-  double default_deadline_s() const override { return 120.0; }
   std::optional<std::string> applicable(const NodeInfo& node) const override;
   void run(Context& ctx, ResultSink& sink) override;
   virtual RdmaOp op() const = 0;

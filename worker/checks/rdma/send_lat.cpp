@@ -7,7 +7,6 @@ namespace {
 class SendLatTest final : public PairTest {
  public:
   std::string key() const override { return "rdma.send_lat"; }
-  std::string description() const override { return "RDMA SEND/RECV ping-pong latency between the pair, rail by rail (half the round trip)"; }
   RdmaOp op() const override { return RdmaOp::SendLatency; }
 };
 

@@ -7,7 +7,6 @@ namespace {
 class WriteBwTest final : public PairTest {
  public:
   std::string key() const override { return "rdma.write_bw"; }
-  std::string description() const override { return "RDMA WRITE bandwidth between the pair on every rail at once (RC QPs, host or GPU memory)"; }
   RdmaOp op() const override { return RdmaOp::Write; }
 };
 

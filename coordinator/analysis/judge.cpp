@@ -1,0 +1,133 @@
+#include "coordinator/analysis/judge.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "common/findings.hpp"
+
+namespace kiln::analysis {
+
+namespace {
+
+using json = nlohmann::json;
+
+bool bad(Status s) { return s == Status::Fail || s == Status::Error || s == Status::Timeout; }
+
+Code code_for(Status s) {
+  return s == Status::Timeout ? Code::TestTimeout : s == Status::Error ? Code::TestError : Code::TestFail;
+}
+
+void fate_findings(int expected_ranks, const std::vector<RankFate>& fates, std::vector<Finding>& out) {
+  std::map<int, const RankFate*> by_rank;
+  for (const auto& f : fates) by_rank[f.rank] = &f;
+  for (int r = 0; r < expected_ranks; ++r) {
+    const auto it = by_rank.find(r);
+    const Entity ent{"rank", std::to_string(r)};
+    if (it == by_rank.end() || !it->second->joined) {
+      out.push_back(make_finding(Code::RankMissing, ent, "rank " + std::to_string(r) + " never connected to the coordinator"));
+    } else if (it->second->lost) {
+      const auto& f = *it->second;
+      out.push_back(make_finding(Code::RankLost, ent, "rank " + std::to_string(r) + " on " + f.host + " was lost: " + f.lost_reason,
+                                 json::array({{{"host", f.host}, {"reason", f.lost_reason}}})));
+    }
+  }
+}
+
+// One finding per (code, entity), with up to five results as evidence.
+struct Bucket {
+  std::vector<json> evidence;
+  std::size_t count = 0;
+  std::string summary;
+};
+
+void add(std::map<std::tuple<Code, std::string, std::string>, Bucket>& bad_by, Code code, const Entity& ent,
+         const std::string& summary, json evidence) {
+  auto& b = bad_by[{code, ent.kind, ent.id}];
+  if (b.count == 0) b.summary = summary;
+  if (b.evidence.size() < 5) b.evidence.push_back(std::move(evidence));
+  ++b.count;
+}
+
+std::string describe(const std::string& test, Status s, const Entity& ent, const std::string& host,
+                     const std::string& reason) {
+  std::string out = test + " " + to_string(s) + " on " + ent.kind + " " + ent.id + " (" + host + ")";
+  if (!reason.empty()) out += ": " + reason;
+  return out;
+}
+
+}  // namespace
+
+std::vector<Finding> judge_plan(int expected_ranks, const std::vector<RankFate>& fates,
+                                const std::vector<RoundRecord>& rounds) {
+  std::vector<Finding> out;
+  fate_findings(expected_ranks, fates, out);
+  std::set<int> lost;
+  for (const auto& f : fates)
+    if (f.lost) lost.insert(f.rank);
+  std::map<std::tuple<Code, std::string, std::string>, Bucket> bad_by;
+  for (const auto& rr : rounds) {
+    if (rr.phase == Phase::Localize) continue;  // the planner judges those
+    for (const auto& r : rr.results) {
+      if (!bad(r.status)) continue;
+      const auto summary = describe(r.test, r.status, r.entity, r.host, r.reason);
+      if (r.problems.empty()) add(bad_by, code_for(r.status), r.entity, summary, r);
+      for (const auto& p : r.problems)
+        add(bad_by, p.code, r.entity, p.code == Code::ResultInvalid ? summary + " (" + p.what + ")" : summary, r);
+    }
+    // A check that failed has its failing measurements as evidence; one that ended in error or
+    // timeout may have none, so its end is the finding.
+    for (const auto& e : rr.ends)
+      if (e.status == Status::Error || e.status == Status::Timeout) {
+        const Entity ent{"rank", std::to_string(e.rank)};
+        add(bad_by, code_for(e.status), ent, describe(e.test, e.status, ent, e.host, e.reason), e);
+      }
+    for (int r : rr.missing) {
+      if (lost.count(r)) continue;  // already a rank.lost finding
+      add(bad_by, Code::TestTimeout, {"rank", std::to_string(r)},
+          "rank " + std::to_string(r) + " did not finish round " + std::to_string(rr.round.id) + " before its deadline",
+          {{"round", rr.round.id}, {"duration_s", rr.duration_s}});
+    }
+  }
+  for (auto& [key, b] : bad_by) {
+    const auto& [code, kind, id] = key;
+    std::string summary = b.summary;
+    if (b.count > 1) summary += " [" + std::to_string(b.count) + " results]";
+    out.push_back(make_finding(code, {kind, id}, summary, json(b.evidence)));
+  }
+  return out;
+}
+
+std::vector<GroupOutcome> group_outcomes(const RoundPlan& plan, const RoundRecord& rec,
+                                         const std::vector<int>& unit_rank, const std::set<int>& lost_units,
+                                         const FigureSpec& figure, std::int64_t size_bytes) {
+  std::vector<GroupOutcome> out;
+  for (const auto& group : plan.groups) {
+    GroupOutcome o;
+    o.members = group;
+    std::set<int> live;
+    for (int unit : group) {
+      const int rank = unit_rank.at(static_cast<std::size_t>(unit));
+      if (lost_units.count(unit) || rec.missing.count(rank))
+        o.missing.push_back(unit);
+      else
+        live.insert(rank);
+    }
+    for (const auto& e : rec.ends)
+      if (live.count(e.rank) && e.status == Status::Timeout) o.timed_out = true;
+    std::optional<double> slowest;
+    for (const auto& r : rec.results) {
+      if (!live.count(r.rank) || r.metric != figure.metric) continue;
+      if (r.status != Status::Pass && r.status != Status::Fail) continue;
+      if (figure.per_size && !(r.size_bytes && *r.size_bytes >= size_bytes * 9 / 10)) continue;
+      if (!slowest) slowest = r.value;
+      else slowest = figure.higher_is_better ? std::min(*slowest, r.value) : std::max(*slowest, r.value);
+    }
+    if (!o.timed_out) o.value = slowest;
+    if (!o.value && !o.timed_out && o.missing.empty()) o.timed_out = true;  // ran, but produced nothing
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace kiln::analysis

@@ -1,0 +1,59 @@
+// Judgement of what the campaign saw, as pure functions from typed records to decisions: the
+// findings of the plan's rounds (failed measurements, checks that ended in error or timeout, ranks
+// that never came or were lost), and the figure of each group of a localization round. No I/O:
+// tests/unit/test_analysis_judge.cpp runs them on results.jsonl files recorded from real runs.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/checks.hpp"
+#include "common/protocol.hpp"
+#include "common/types.hpp"
+#include "coordinator/analysis/planner.hpp"
+
+namespace kiln::analysis {
+
+// Plan rounds run the test plan and their failures become findings directly; localization rounds
+// are evidence for the planner, which judges them (a timeout there is against a group, not a rank).
+enum class Phase { Plan, Localize };
+
+// One round as the campaign saw it.
+struct RoundRecord {
+  proto::Round round;
+  std::string reason;
+  Phase phase = Phase::Plan;
+  double duration_s = 0.0;
+  std::set<int> expected;  // ranks asked to take part
+  std::set<int> done;
+  std::set<int> missing;   // expected but not done by the deadline (or lost)
+  std::vector<Result> results;
+  std::vector<CheckEnd> ends;
+};
+
+// What became of one rank.
+struct RankFate {
+  int rank = -1;
+  std::string host;
+  bool joined = false;
+  bool lost = false;  // lost mid-campaign (not after the campaign's own goodbye)
+  std::string lost_reason;
+};
+
+// Findings from the ranks' fates and the plan's rounds: rank.missing, rank.lost, one finding per
+// (code, entity) for results that did not pass (codes from the result's problems, else
+// test.<status>), test.error/test.timeout for checks that ended so, test.timeout for a rank that
+// did not finish a round.
+std::vector<Finding> judge_plan(int expected_ranks, const std::vector<RankFate>& fates,
+                                const std::vector<RoundRecord>& rounds);
+
+// The planner's outcome for each group of `plan` from the round that ran it. unit_rank[u] is the
+// rank that ran unit u. The group's figure is its slowest member's declared figure (at
+// size_bytes for per-size figures); a group whose check timed out is slow, not a hang.
+std::vector<GroupOutcome> group_outcomes(const RoundPlan& plan, const RoundRecord& rec,
+                                         const std::vector<int>& unit_rank, const std::set<int>& lost_units,
+                                         const FigureSpec& figure, std::int64_t size_bytes);
+
+}  // namespace kiln::analysis
