@@ -46,6 +46,7 @@ LocalizeOutcome localize(Campaign& campaign, const LocalizeOptions& opts) {
   }
   result.ran = true;
   result.units = units.names;
+  result.unit_ranks = units.rank_of;
   // The check declares its figure (a bandwidth or a latency) and which way is better.
   const FigureSpec figure = *find_check(opts.test)->figure;  // kiln run checked it is declared
   analysis::PlannerConfig cfg;

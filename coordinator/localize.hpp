@@ -31,6 +31,7 @@ struct LocalizeOutcome {
   nlohmann::json story = nlohmann::json::array();
   std::int64_t rounds = 0;
   std::vector<std::string> units;
+  std::vector<int> unit_ranks;  // the rank that ran each unit's tests
 };
 
 // Units: the hosts (one representative rank each) or the ranks themselves.

@@ -251,8 +251,9 @@ std::string plan_slurm(RunConfig& c, const po::variables_map& vm, coord::Campaig
 
 nlohmann::json localization_section(const coord::LocalizeOptions& lo, const coord::LocalizeOutcome& out) {
   nlohmann::json section = {{"ran", out.ran},     {"by", lo.by},         {"test", lo.test},
-                            {"size_bytes", lo.size_bytes}, {"units", out.units}, {"rounds", out.rounds},
-                            {"story", out.story}};
+                            {"size_bytes", lo.size_bytes}, {"units", out.units}, {"unit_ranks", out.unit_ranks}, {"rounds", out.rounds},
+                            {"story", out.story}, {"votes", lo.votes}, {"slow_cutoff", lo.rel_cutoff},
+                            {"mode", lo.mode}};
   if (!out.skipped_because.empty()) section["skipped_because"] = out.skipped_because;
   return section;
 }

@@ -17,7 +17,7 @@ grep -qE "job [0-9]+ (PENDING|RUNNING)" "$TMP/stderr.txt" && pass "progress show
 python3 - "$OUT" <<'PY' && pass "results and report hold node1..node4, verdict pass" || bad "results/report content"
 import json, sys, glob, os
 out = sys.argv[1]
-rows = [json.loads(l) for l in open(out + "/results.jsonl")]
+rows = [r for r in (json.loads(l) for l in open(out + "/results.jsonl")) if r["record"] == "result"]
 hosts = {r["host"] for r in rows}
 assert hosts == {"node1", "node2", "node3", "node4"}, f"hosts in results.jsonl: {hosts}"
 by_rank = {}
