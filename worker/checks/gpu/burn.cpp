@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "worker/checks/gpu/burn_engine.hpp"
-#include "worker/checks/gpu/common.hpp"
+#include "worker/checks/gpu/gpu_check.hpp"
 #include "worker/hw/nvml.hpp"
 
 namespace kiln::worker::gpu {
@@ -18,25 +18,23 @@ namespace {
 using nlohmann::json;
 constexpr const char* kKey = "gpu.burn";
 
-class GpuBurn final : public Check {
+class GpuBurn final : public GpuCheck {
  public:
   std::string key() const override { return kKey; }
   std::string description() const override {
     return "Verified cuBLAS tensor-core GEMM burn on every GPU at once, with 1 Hz telemetry";
   }
-  Scope scope() const override { return Scope::PerNode; }
   double default_deadline_s() const override { return 900.0; }
-  std::optional<std::string> applicable(const NodeInfo& node) const override {
-    return cuda_skip_reason(node);
-  }
-  void run(Context& ctx, ResultSink& sink) override;
+
+ protected:
+  bool has_drills() const override { return true; }
+  bool watches_xids() const override { return true; }
+#if KILN_HAVE_CUDA
+  void measure(Context& ctx, ResultSink& sink, const NodeGpus& node) override;
+#endif
 };
 
-#if !KILN_HAVE_CUDA
-void GpuBurn::run(Context&, ResultSink& sink) {
-  sink.emit(make_result(kKey, {}, "burn", 0, "", Status::Skip, "built without CUDA"));
-}
-#else
+#if KILN_HAVE_CUDA
 
 // What the sampler keeps of one GPU's 1 Hz telemetry for the verdicts.
 struct Telemetry {
@@ -45,20 +43,17 @@ struct Telemetry {
   std::map<std::string, int> reasons;
 };
 
+// The round's verdict thresholds.
+struct Limits {
+  double peer_tol = 0.10;
+  double min_tflops = 0.0;
+  double max_abnormal_frac = 0.05;
+  double max_temp = 0.0;
+};
+
 double to_seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-void GpuBurn::run(Context& ctx, ResultSink& raw_sink) {
-  LockedSink sink(raw_sink);
-  const std::string& host = ctx.node.host;
-  const DrillPlan drill = parse_drill(ctx.faults.spec, kKey, host);
-  auto lib = nvml::shared();
-  if (lib) nvml::XidWatcher::instance().start(lib, nullptr);
-  const auto gpus = list_gpus(lib.get());
-  if (gpus.empty()) {
-    sink.emit(make_result(kKey, node_entity(host), "burn", 0, "", Status::Skip, "no GPU visible to CUDA"));
-    return;
-  }
-
+BurnConfig parse_config(const Context& ctx) {
   BurnConfig cfg;
   cfg.dtype_name = ctx.param<std::string>("dtype", "bf16");
   cfg.dtype = parse_dtype(cfg.dtype_name);
@@ -70,118 +65,167 @@ void GpuBurn::run(Context& ctx, ResultSink& raw_sink) {
   // Leave time after the loop for the verdicts; the GEMM loop itself stops on the host clock.
   cfg.duration_s = std::min(ctx.param("duration_s", 60.0), std::max(1.0, ctx.seconds_left() - 20.0));
   cfg.deadline = ctx.deadline - std::chrono::seconds(5);
-  const double peer_tol = ctx.param("peer_tolerance", 0.10);
-  const double min_tflops = ctx.param("min_tflops", 0.0);
-  const double max_abnormal_frac = ctx.param("max_throttle_fraction", 0.05);
-  const double max_temp = ctx.param("max_temp_c", 0.0);
+  return cfg;
+}
 
-  const std::size_t n = gpus.size();
+Limits parse_limits(const Context& ctx) {
+  Limits l;
+  l.peer_tol = ctx.param("peer_tolerance", 0.10);
+  l.min_tflops = ctx.param("min_tflops", 0.0);
+  l.max_abnormal_frac = ctx.param("max_throttle_fraction", 0.05);
+  l.max_temp = ctx.param("max_temp_c", 0.0);
+  return l;
+}
+
+// One engine per GPU, each on its own thread. The state is shared with the thread so that an
+// engine left behind in the driver (detached) never writes to freed memory.
+struct Engines {
   std::vector<std::shared_ptr<BurnState>> states;
   std::vector<std::thread> threads;
-  const double started_unix = nvml::unix_now();
-  const auto t0 = Clock::now();
-  for (const auto& g : gpus) {
-    auto st = std::make_shared<BurnState>();
-    BurnConfig c = cfg;
-    c.bitflip = drill.active && drill.bitflip_gpu == g.index;
-    if (drill.active && drill.slow_gpu == g.index) c.slow_factor = drill.slow_factor;
-    states.push_back(st);
-    threads.emplace_back([g, c, st] { run_burn_engine(g, c, *st); });
-  }
 
-  // 1 Hz sampler: TFLOP/s from each engine's completed GPU time, power/temperature/clock/throttle
-  // from NVML, streamed as telemetry and kept for the verdicts.
-  std::vector<Telemetry> tel(n);
-  std::vector<std::pair<double, double>> last(n, {0.0, 0.0});
-  auto next = t0 + std::chrono::seconds(1);
-  for (;;) {
+  bool all_stopped() const {
     bool all_done = true;
     for (auto& st : states) {
       std::lock_guard<std::mutex> lock(st->mu);
       all_done &= st->done || st->timed_out;
     }
-    if (all_done || Clock::now() > ctx.deadline) break;
+    return all_done;
+  }
+};
+
+Engines start_engines(const std::vector<GpuInfo>& gpus, const BurnConfig& cfg, const DrillPlan& drill) {
+  Engines e;
+  for (const auto& g : gpus) {
+    auto st = std::make_shared<BurnState>();
+    BurnConfig c = cfg;
+    c.bitflip = drill.active && drill.bitflip_gpu == g.index;
+    if (drill.active && drill.slow_gpu == g.index) c.slow_factor = drill.slow_factor;
+    e.states.push_back(st);
+    e.threads.emplace_back([g, c, st] { run_burn_engine(g, c, *st); });
+  }
+  return e;
+}
+
+// TFLOP/s over the last second from the engine's completed GPU time; `last` is the previous
+// sample's (flops, gpu_ms).
+void sample_rate(ResultSink& sink, const BurnState& st, std::pair<double, double>& last,
+                 const Entity& ent, const json& base, bool steady, Telemetry& tel) {
+  double flops, ms;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    flops = st.flops;
+    ms = st.gpu_ms;
+  }
+  const double d_ms = ms - last.second;
+  const double tflops = d_ms > 0 ? (flops - last.first) / (d_ms * 1e-3) / 1e12 : 0.0;
+  last = {flops, ms};
+  if (d_ms > 0) {
+    Result r = make_result(kKey, ent, "tflops_1s", tflops, "TFLOP/s");
+    r.extra = base;
+    sink.emit(std::move(r));
+    if (steady) tel.tflops.push_back(tflops);
+  }
+}
+
+// Power, temperature, SM clock and throttle reasons of one GPU from NVML.
+void sample_nvml(ResultSink& sink, const nvml::Lib& lib, nvml::Device dev, const Entity& ent,
+                 const json& base, bool steady, Telemetry& tel) {
+  double watts = 0;
+  unsigned temp = 0, sm = 0;
+  std::uint64_t reasons = 0;
+  json x = base;
+  if (lib.power_w(dev, &watts) == nvml::kSuccess) {
+    Result r = make_result(kKey, ent, "power", watts, "W");
+    r.extra = x;
+    sink.emit(std::move(r));
+    if (steady) tel.power_w.push_back(watts);
+  }
+  if (lib.temperature_c(dev, &temp) == nvml::kSuccess) {
+    Result r = make_result(kKey, ent, "temperature", temp, "C");
+    r.extra = x;
+    sink.emit(std::move(r));
+    if (steady) tel.temp_c.push_back(temp);
+  }
+  if (lib.clock(dev, 1, &sm, nullptr) == nvml::kSuccess) {
+    Result r = make_result(kKey, ent, "sm_clock", sm, "MHz");
+    r.extra = x;
+    if (lib.throttle_reasons(dev, &reasons) == nvml::kSuccess) {
+      r.extra["throttle_reasons"] = throttle::names(reasons);
+      if (steady) {
+        ++tel.samples;
+        if (throttle::abnormal(reasons)) ++tel.abnormal;
+        for (const auto& name : throttle::names(reasons)) ++tel.reasons[name];
+      }
+    }
+    sink.emit(std::move(r));
+    if (steady) tel.sm_mhz.push_back(sm);
+  }
+}
+
+// 1 Hz until every engine stopped or the deadline passed: each sample is streamed as telemetry,
+// and what falls after the warm-up is kept for the verdicts.
+std::vector<Telemetry> sample(const Context& ctx, ResultSink& sink, const NodeGpus& node,
+                              const Engines& engines, Clock::time_point t0, double warmup_s) {
+  const auto& gpus = node.list;
+  const std::size_t n = gpus.size();
+  std::vector<Telemetry> tel(n);
+  std::vector<std::pair<double, double>> last(n, {0.0, 0.0});
+  auto next = t0 + std::chrono::seconds(1);
+  for (;;) {
+    if (engines.all_stopped() || Clock::now() > ctx.deadline) break;
     std::this_thread::sleep_until(next);
     next += std::chrono::seconds(1);
     const double t = to_seconds(Clock::now() - t0);
     for (std::size_t i = 0; i < n; ++i) {
-      double flops, ms;
-      {
-        std::lock_guard<std::mutex> lock(states[i]->mu);
-        flops = states[i]->flops;
-        ms = states[i]->gpu_ms;
-      }
-      const double d_ms = ms - last[i].second;
-      const double tflops = d_ms > 0 ? (flops - last[i].first) / (d_ms * 1e-3) / 1e12 : 0.0;
-      last[i] = {flops, ms};
-      const bool steady = t > cfg.warmup_s;
-      const Entity ent = gpu_entity(host, gpus[i].index);
+      const bool steady = t > warmup_s;
+      const Entity ent = gpu_entity(node.host, gpus[i].index);
       json base = {{"telemetry", true}, {"t_s", std::round(t * 10) / 10}};
-      if (d_ms > 0) {
-        Result r = make_result(kKey, ent, "tflops_1s", tflops, "TFLOP/s");
-        r.extra = base;
-        sink.emit(std::move(r));
-        if (steady) tel[i].tflops.push_back(tflops);
-      }
-      if (!lib || !gpus[i].nvml) continue;
-      double watts = 0;
-      unsigned temp = 0, sm = 0;
-      std::uint64_t reasons = 0;
-      json x = base;
-      if (lib->power_w(gpus[i].nvml, &watts) == nvml::kSuccess) {
-        Result r = make_result(kKey, ent, "power", watts, "W");
-        r.extra = x;
-        sink.emit(std::move(r));
-        if (steady) tel[i].power_w.push_back(watts);
-      }
-      if (lib->temperature_c(gpus[i].nvml, &temp) == nvml::kSuccess) {
-        Result r = make_result(kKey, ent, "temperature", temp, "C");
-        r.extra = x;
-        sink.emit(std::move(r));
-        if (steady) tel[i].temp_c.push_back(temp);
-      }
-      if (lib->clock(gpus[i].nvml, 1, &sm, nullptr) == nvml::kSuccess) {
-        Result r = make_result(kKey, ent, "sm_clock", sm, "MHz");
-        r.extra = x;
-        if (lib->throttle_reasons(gpus[i].nvml, &reasons) == nvml::kSuccess) {
-          r.extra["throttle_reasons"] = throttle::names(reasons);
-          if (steady) {
-            ++tel[i].samples;
-            if (throttle::abnormal(reasons)) ++tel[i].abnormal;
-            for (const auto& name : throttle::names(reasons)) ++tel[i].reasons[name];
-          }
-        }
-        sink.emit(std::move(r));
-        if (steady) tel[i].sm_mhz.push_back(sm);
-      }
+      sample_rate(sink, *engines.states[i], last[i], ent, base, steady, tel[i]);
+      if (!node.lib || !gpus[i].nvml) continue;
+      sample_nvml(sink, *node.lib, gpus[i].nvml, ent, base, steady, tel[i]);
     }
   }
-  // Engines stop on their own at duration_s or the deadline; one stuck in the driver is left
-  // behind (detached, it owns its state) and reported as TIMEOUT rather than hanging the worker.
-  const auto join_by = ctx.deadline;
-  for (std::size_t i = 0; i < n; ++i) {
+  return tel;
+}
+
+// Engines stop on their own at duration_s or the deadline; one stuck in the driver is left
+// behind (detached, it owns its state) and reported as TIMEOUT rather than hanging the worker.
+void join_engines(Engines& e, Clock::time_point join_by) {
+  for (std::size_t i = 0; i < e.threads.size(); ++i) {
     for (;;) {
       bool done;
       {
-        std::lock_guard<std::mutex> lock(states[i]->mu);
-        done = states[i]->done;
+        std::lock_guard<std::mutex> lock(e.states[i]->mu);
+        done = e.states[i]->done;
       }
       if (done) {
-        threads[i].join();
+        e.threads[i].join();
         break;
       }
       if (Clock::now() >= join_by) {
-        threads[i].detach();
-        std::lock_guard<std::mutex> lock(states[i]->mu);
-        states[i]->timed_out = true;
+        e.threads[i].detach();
+        std::lock_guard<std::mutex> lock(e.states[i]->mu);
+        e.states[i]->timed_out = true;
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
+}
 
-  // Cross-GPU agreement: GPUs of one model and SM count must produce bit-identical results
-  // (cuBLAS is deterministic for a given architecture, SM count and version).
+// What the per-GPU verdicts compare each GPU with, once every engine has stopped.
+struct NodeFigures {
+  std::vector<bool> disagrees;      // first result differs from its class's majority
+  std::vector<double> rates;        // sustained TFLOP/s of the GPUs that ran to the end
+  std::vector<std::size_t> rated;   // their positions in the GPU list
+  std::vector<PeerVerdict> peers;   // for rates
+  std::vector<nvml::Xid> xids;      // seen since the engines started
+};
+
+// Cross-GPU agreement: GPUs of one model and SM count must produce bit-identical results
+// (cuBLAS is deterministic for a given architecture, SM count and version).
+std::vector<bool> disagreements(const std::vector<GpuInfo>& gpus, const Engines& e) {
+  const std::size_t n = gpus.size();
   std::map<std::string, std::vector<std::size_t>> classes;
   for (std::size_t i = 0; i < n; ++i)
     classes[gpus[i].name + "/" + std::to_string(gpus[i].sm_count)].push_back(i);
@@ -190,49 +234,71 @@ void GpuBurn::run(Context& ctx, ResultSink& raw_sink) {
     std::vector<std::uint64_t> prints;
     std::vector<std::size_t> live;
     for (auto i : members) {
-      std::lock_guard<std::mutex> lock(states[i]->mu);
-      if (states[i]->error.empty() && !states[i]->timed_out && states[i]->gemms > 0) {
-        prints.push_back(states[i]->golden_checksum);
+      std::lock_guard<std::mutex> lock(e.states[i]->mu);
+      if (e.states[i]->error.empty() && !e.states[i]->timed_out && e.states[i]->gemms > 0) {
+        prints.push_back(e.states[i]->golden_checksum);
         live.push_back(i);
       }
     }
     for (auto k : minority(prints)) disagrees[live[k]] = true;
   }
+  return disagrees;
+}
 
+NodeFigures node_figures(const std::vector<GpuInfo>& gpus, const Engines& e, double peer_tol,
+                         double started_unix) {
+  NodeFigures f;
+  f.disagrees = disagreements(gpus, e);
   // Per-GPU throughput for the peer comparison (only GPUs that ran to the end).
-  std::vector<double> rates;
-  std::vector<std::size_t> rated;
-  for (std::size_t i = 0; i < n; ++i) {
-    std::lock_guard<std::mutex> lock(states[i]->mu);
-    if (states[i]->error.empty() && !states[i]->timed_out && states[i]->gpu_ms_steady > 0) {
-      rates.push_back(states[i]->flops_steady / (states[i]->gpu_ms_steady * 1e-3) / 1e12);
-      rated.push_back(i);
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    std::lock_guard<std::mutex> lock(e.states[i]->mu);
+    if (e.states[i]->error.empty() && !e.states[i]->timed_out && e.states[i]->gpu_ms_steady > 0) {
+      f.rates.push_back(e.states[i]->flops_steady / (e.states[i]->gpu_ms_steady * 1e-3) / 1e12);
+      f.rated.push_back(i);
     }
   }
-  const auto peers = peer_outliers(rates, peer_tol);
-  const auto xids = nvml::XidWatcher::instance().since(started_unix);
+  f.peers = peer_outliers(f.rates, peer_tol);
+  f.xids = nvml::XidWatcher::instance().since(started_unix);
+  return f;
+}
 
-  for (std::size_t i = 0; i < n; ++i) {
-    const GpuInfo& g = gpus[i];
-    const Entity ent = gpu_entity(host, g.index);
-    std::lock_guard<std::mutex> lock(states[i]->mu);
-    const BurnState& st = *states[i];
+// The per-GPU verdicts: judge() is called for each GPU with its engine's state locked.
+struct Verdicts {
+  ResultSink& sink;
+  const BurnConfig& cfg;
+  const Limits& lim;
+  const NodeFigures& fig;
+  Clock::time_point t0;
+
+  void judge(const Entity& ent, const GpuInfo& g, std::size_t i, const BurnState& st, const Telemetry& t) const {
     json common = {{"dtype", cfg.dtype_name}, {"size", cfg.n}, {"cuda_ordinal", g.ordinal},
                    {"name", g.name}};
-    if (!st.error.empty() || st.timed_out) {
-      Result r = make_result(kKey, ent, "burn", 0, "",
-                             st.timed_out ? Status::Timeout
-                                          : (st.hardware_error ? Status::Fail : Status::Error),
-                             st.timed_out ? "GPU did not finish its GEMMs before the deadline" : st.error);
-      r.extra = common;
-      r.extra["finding"] = st.timed_out ? "gpu.hang" : (st.hardware_error ? "gpu.lost" : "gpu.cuda");
-      sink.emit(std::move(r));
-      continue;
+    if (!st.error.empty() || st.timed_out) return stopped(ent, common, st);
+    wrong_results(ent, common, g, i, st);
+    throughput(ent, common, i, t);
+    throttling(ent, common, t);
+  }
+
+  // An engine that stopped on an error or never finished has no figures to judge.
+  void stopped(const Entity& ent, const json& common, const BurnState& st) const {
+    Result r = make_result(kKey, ent, "burn", 0, "");
+    r.extra = common;
+    if (st.timed_out) {
+      r.status = Status::Timeout;
+      r.reason = "GPU did not finish its GEMMs before the deadline";
+      r.extra["finding"] = "gpu.hang";
+    } else {
+      report_failure(r, {st.error, st.hardware_error});
     }
-    // Wrong answers: elements that differ from this GPU's first result, a first result that
-    // disagrees with the host reference, or one that disagrees with the other GPUs.
+    sink.emit(std::move(r));
+  }
+
+  // Wrong answers: elements that differ from this GPU's first result, a first result that
+  // disagrees with the host reference, or one that disagrees with the other GPUs.
+  void wrong_results(const Entity& ent, const json& common, const GpuInfo& g, std::size_t i,
+                     const BurnState& st) const {
     json xid_list = json::array();
-    for (const auto& x : xids)
+    for (const auto& x : fig.xids)
       if (x.gpu_index == g.index) xid_list.push_back(x.xid);
     Result err = make_result(kKey, ent, "errors", static_cast<double>(st.wrong_elements), "elements");
     err.extra = common;
@@ -241,7 +307,7 @@ void GpuBurn::run(Context& ctx, ResultSink& raw_sink) {
                       {"golden_checksum", st.golden_checksum},
                       {"host_check", {{"samples", st.host_checked}, {"bad", st.host_bad},
                                       {"max_rel_err", st.host_max_rel_err}}},
-                      {"agrees_with_peers", !disagrees[i]}, {"xids", xid_list},
+                      {"agrees_with_peers", !fig.disagrees[i]}, {"xids", xid_list},
                       {"finding", "gpu.sdc"}});
     if (st.first_bad_gemm >= 0)
       err.extra.update({{"first_bad_gemm", st.first_bad_gemm}, {"first_bad_element", st.first_bad_element}});
@@ -253,7 +319,7 @@ void GpuBurn::run(Context& ctx, ResultSink& raw_sink) {
     if (st.host_bad)
       why += (why.empty() ? "" : "; ") + std::to_string(st.host_bad) + " of " +
              std::to_string(st.host_checked) + " sampled outputs differ from the float64 reference";
-    if (disagrees[i]) why += (why.empty() ? "" : "; ") + std::string("result differs from the other GPUs'");
+    if (fig.disagrees[i]) why += (why.empty() ? "" : "; ") + std::string("result differs from the other GPUs'");
     if (!xid_list.empty()) {
       why += (why.empty() ? "" : "; ") + std::to_string(xid_list.size()) + " XID error(s) during the burn";
       err.extra["finding"] = "gpu.xid";
@@ -263,12 +329,14 @@ void GpuBurn::run(Context& ctx, ResultSink& raw_sink) {
       err.reason = why;
     }
     sink.emit(std::move(err));
+  }
 
-    // Throughput against peers and spec.
-    const auto pos = std::find(rated.begin(), rated.end(), i) - rated.begin();
-    const double rate = static_cast<std::size_t>(pos) < rated.size() ? rates[pos] : 0.0;
+  // Throughput against peers and spec.
+  void throughput(const Entity& ent, const json& common, std::size_t i, const Telemetry& t) const {
+    const auto pos = std::find(fig.rated.begin(), fig.rated.end(), i) - fig.rated.begin();
+    const double rate = static_cast<std::size_t>(pos) < fig.rated.size() ? fig.rates[pos] : 0.0;
+    const double min_tflops = lim.min_tflops;
     Result tf = make_result(kKey, ent, "tflops", rate, "TFLOP/s");
-    const Telemetry& t = tel[i];
     tf.extra = common;
     tf.extra.update({{"duration_s", to_seconds(Clock::now() - t0)}, {"min_tflops", min_tflops},
                      {"per_second", {{"n", t.tflops.size()}, {"median", median(t.tflops)},
@@ -276,8 +344,8 @@ void GpuBurn::run(Context& ctx, ResultSink& raw_sink) {
                                      {"max", t.tflops.empty() ? 0.0 : *std::max_element(t.tflops.begin(), t.tflops.end())}}},
                      {"finding", "gpu.slow"}});
     std::string slow;
-    if (static_cast<std::size_t>(pos) < rated.size() && rated.size() > 1) {
-      const auto& pv = peers[pos];
+    if (static_cast<std::size_t>(pos) < fig.rated.size() && fig.rated.size() > 1) {
+      const auto& pv = fig.peers[pos];
       tf.extra["peer_reference"] = pv.reference;
       tf.extra["peer_deficit"] = pv.deficit;
       if (pv.outlier) {
@@ -294,34 +362,53 @@ void GpuBurn::run(Context& ctx, ResultSink& raw_sink) {
       tf.reason = slow;
     }
     sink.emit(std::move(tf));
+  }
 
-    // Throttling other than the normal power cap, and temperature.
-    if (t.samples > 0 || !t.power_w.empty()) {
-      const double frac = t.samples ? static_cast<double>(t.abnormal) / t.samples : 0.0;
-      Result th = make_result(kKey, ent, "throttle", frac, "fraction");
-      th.extra = common;
-      th.extra.update({{"samples", t.samples}, {"reasons", t.reasons},
-                       {"power_w", {{"median", median(t.power_w)},
-                                    {"max", t.power_w.empty() ? 0.0 : *std::max_element(t.power_w.begin(), t.power_w.end())}}},
-                       {"temperature_c", {{"median", median(t.temp_c)},
-                                          {"max", t.temp_c.empty() ? 0.0 : *std::max_element(t.temp_c.begin(), t.temp_c.end())}}},
-                       {"sm_clock_mhz", {{"median", median(t.sm_mhz)},
-                                         {"min", t.sm_mhz.empty() ? 0.0 : *std::min_element(t.sm_mhz.begin(), t.sm_mhz.end())}}},
-                       {"finding", "gpu.throttle"}});
-      std::string hot;
-      if (frac > max_abnormal_frac)
-        hot = "clocks held down by thermal/hardware slowdown in " + std::to_string(t.abnormal) + " of " +
-              std::to_string(t.samples) + " samples";
-      const double tmax = t.temp_c.empty() ? 0.0 : *std::max_element(t.temp_c.begin(), t.temp_c.end());
-      if (max_temp > 0 && tmax > max_temp)
-        hot += (hot.empty() ? "" : "; ") + std::to_string(static_cast<int>(tmax)) + " C exceeds the spec's " +
-               std::to_string(static_cast<int>(max_temp)) + " C";
-      if (!hot.empty()) {
-        th.status = Status::Fail;
-        th.reason = hot;
-      }
-      sink.emit(std::move(th));
+  // Throttling other than the normal power cap, and temperature.
+  void throttling(const Entity& ent, const json& common, const Telemetry& t) const {
+    if (!(t.samples > 0 || !t.power_w.empty())) return;
+    const double frac = t.samples ? static_cast<double>(t.abnormal) / t.samples : 0.0;
+    Result th = make_result(kKey, ent, "throttle", frac, "fraction");
+    th.extra = common;
+    th.extra.update({{"samples", t.samples}, {"reasons", t.reasons},
+                     {"power_w", {{"median", median(t.power_w)},
+                                  {"max", t.power_w.empty() ? 0.0 : *std::max_element(t.power_w.begin(), t.power_w.end())}}},
+                     {"temperature_c", {{"median", median(t.temp_c)},
+                                        {"max", t.temp_c.empty() ? 0.0 : *std::max_element(t.temp_c.begin(), t.temp_c.end())}}},
+                     {"sm_clock_mhz", {{"median", median(t.sm_mhz)},
+                                       {"min", t.sm_mhz.empty() ? 0.0 : *std::min_element(t.sm_mhz.begin(), t.sm_mhz.end())}}},
+                     {"finding", "gpu.throttle"}});
+    std::string hot;
+    if (frac > lim.max_abnormal_frac)
+      hot = "clocks held down by thermal/hardware slowdown in " + std::to_string(t.abnormal) + " of " +
+            std::to_string(t.samples) + " samples";
+    const double tmax = t.temp_c.empty() ? 0.0 : *std::max_element(t.temp_c.begin(), t.temp_c.end());
+    if (lim.max_temp > 0 && tmax > lim.max_temp)
+      hot += (hot.empty() ? "" : "; ") + std::to_string(static_cast<int>(tmax)) + " C exceeds the spec's " +
+             std::to_string(static_cast<int>(lim.max_temp)) + " C";
+    if (!hot.empty()) {
+      th.status = Status::Fail;
+      th.reason = hot;
     }
+    sink.emit(std::move(th));
+  }
+};
+
+void GpuBurn::measure(Context& ctx, ResultSink& sink, const NodeGpus& node) {
+  const BurnConfig cfg = parse_config(ctx);
+  const Limits lim = parse_limits(ctx);
+  const double started_unix = nvml::unix_now();
+  const auto t0 = Clock::now();
+  Engines engines = start_engines(node.list, cfg, node.drill);
+  const std::vector<Telemetry> tel = sample(ctx, sink, node, engines, t0, cfg.warmup_s);
+  join_engines(engines, ctx.deadline);
+  const NodeFigures fig = node_figures(node.list, engines, lim.peer_tol, started_unix);
+  const Verdicts verdicts{sink, cfg, lim, fig, t0};
+  for (std::size_t i = 0; i < node.list.size(); ++i) {
+    const GpuInfo& g = node.list[i];
+    const Entity ent = gpu_entity(node.host, g.index);
+    std::lock_guard<std::mutex> lock(engines.states[i]->mu);
+    verdicts.judge(ent, g, i, *engines.states[i], tel[i]);
   }
 }
 #endif  // KILN_HAVE_CUDA

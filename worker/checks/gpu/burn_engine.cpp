@@ -10,6 +10,7 @@
 
 #include <cublas_v2.h>
 
+#include "worker/checks/gpu/gpu_check.hpp"
 #include "worker/checks/gpu/verdict.hpp"
 
 namespace kiln::worker::gpu {
@@ -144,22 +145,62 @@ struct Slot {
   int index = 0;  // position in the pinned/device result arrays
 };
 
-void engine(const GpuInfo& gpu, const BurnConfig& cfg, BurnState& st) {
-  const int dev = gpu.ordinal;
+int select_device(int dev) {
   KILN_CUDA(cudaSetDevice(dev));
-  Stream stream(dev);
-  CublasHandle blas(stream.get());
-  const std::size_t elems = static_cast<std::size_t>(cfg.n) * cfg.n;
-  const std::size_t bytes = elems * dtype_bytes(cfg.dtype);
-  DeviceBuffer a(dev, bytes), b(dev, bytes), c(dev, bytes), golden(dev, bytes);
+  return dev;
+}
+
+// One GPU's engine. The members are created in this order and released in the reverse one; their
+// names are those the KILN_CUDA expressions quoted in error reasons use.
+class Engine {
+ public:
+  Engine(const GpuInfo& gpu, const BurnConfig& config, BurnState& state)
+      : cfg(config),
+        st(state),
+        dev(select_device(gpu.ordinal)),
+        stream(dev),
+        blas(stream.get()),
+        elems(static_cast<std::size_t>(cfg.n) * cfg.n),
+        bytes(elems * dtype_bytes(cfg.dtype)),
+        a(dev, bytes),
+        b(dev, bytes),
+        c(dev, bytes),
+        golden(dev, bytes),
+        cmp(dev, sizeof(CompareOut) * ring),
+        sum(dev, sizeof(unsigned long long)),
+        cmp_host(sizeof(CompareOut) * ring) {}
+
+  void run();
+
+ private:
+  bool make_golden();
+  void enqueue(Slot& s, std::uint64_t batch, double gemm_ms_estimate);
+  void account(const Slot& s, double ms, double flops_per_gemm);
+  void time_out() {
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.timed_out = true;
+  }
+
+  const BurnConfig& cfg;
+  BurnState& st;
+  const int dev;
+  Stream stream;
+  CublasHandle blas;
+  const std::size_t elems;
+  const std::size_t bytes;
+  DeviceBuffer a, b, c, golden;
   // Batches queued at once, and slots one more than that: the end event of the batch before the
   // one being waited on is still needed (elapsed time) and must not be recorded again yet.
   const int max_pending = cfg.inflight + 1;
   const int ring = max_pending + 1;
-  DeviceBuffer cmp(dev, sizeof(CompareOut) * ring);
-  DeviceBuffer sum(dev, sizeof(unsigned long long));
-  PinnedBuffer cmp_host(sizeof(CompareOut) * ring);
+  DeviceBuffer cmp;
+  DeviceBuffer sum;
+  PinnedBuffer cmp_host;
+};
 
+// The first result, kept on the GPU as the golden copy every later one is compared with, its
+// checksum for the cross-GPU vote, and its check against the host. False when the deadline passed.
+bool Engine::make_golden() {
   KILN_CUDA(launch_fill_matrix(a.get(), elems, cfg.dtype, cfg.seed, stream.get()));
   KILN_CUDA(launch_fill_matrix(b.get(), elems, cfg.dtype, cfg.seed + 1, stream.get()));
   // Poison C so that an output cuBLAS never wrote cannot match anything.
@@ -170,17 +211,66 @@ void engine(const GpuInfo& gpu, const BurnConfig& cfg, BurnState& st) {
   unsigned long long golden_sum = 0;
   KILN_CUDA(cudaMemcpyAsync(&golden_sum, sum.get(), sizeof golden_sum, cudaMemcpyDeviceToHost,
                             stream.get()));
-  if (!wait_stream(stream.get(), cfg.deadline)) {
-    std::lock_guard<std::mutex> lock(st.mu);
-    st.timed_out = true;
-    return;
-  }
+  if (!wait_stream(stream.get(), cfg.deadline)) return false;
   {
     std::lock_guard<std::mutex> lock(st.mu);
     st.golden_checksum = golden_sum;
   }
   host_check(cfg, golden.get(), st);
+  return true;
+}
 
+// Queues one batch on the stream: the GEMMs, the drills, the comparison and its readback.
+void Engine::enqueue(Slot& s, std::uint64_t batch, double gemm_ms_estimate) {
+  auto* results = cmp_host.as<CompareOut>();
+  auto* results_dev = cmp.as<CompareOut>();
+  for (int g = 0; g < cfg.verify_every; ++g)
+    gemm(blas.get(), cfg.dtype, cfg.n, a.get(), b.get(), c.get());
+  if (cfg.bitflip) {
+    // A different element each time, in its most significant byte.
+    const std::size_t e = mix64(batch) % elems;
+    const int eb = dtype_bytes(cfg.dtype);
+    KILN_CUDA(launch_flip_bit(c.get(), e * eb + eb - 1, static_cast<int>(batch % 7), stream.get()));
+  }
+  KILN_CUDA(launch_compare(c.get(), golden.get(), bytes, dtype_bytes(cfg.dtype),
+                           results_dev + s.index, stream.get()));
+  KILN_CUDA(cudaMemcpyAsync(results + s.index, results_dev + s.index, sizeof(CompareOut),
+                            cudaMemcpyDeviceToHost, stream.get()));
+  s.spin_ms = 0.0;
+  if (cfg.slow_factor < 1.0 && gemm_ms_estimate > 0.0) {
+    s.spin_ms = gemm_ms_estimate * (1.0 / cfg.slow_factor - 1.0);
+    KILN_CUDA(launch_spin(static_cast<std::uint64_t>(s.spin_ms * 1e6), stream.get()));
+  }
+  KILN_CUDA(cudaEventRecord(s.end.get(), stream.get()));
+}
+
+// Adds a completed batch to the counters the sampler and the verdicts read.
+void Engine::account(const Slot& s, double ms, double flops_per_gemm) {
+  const CompareOut& r = cmp_host.as<CompareOut>()[s.index];
+  const double f = flops_per_gemm * cfg.verify_every;
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.flops += f;
+  st.gpu_ms += ms;
+  if (s.steady) {
+    st.flops_steady += f;
+    st.gpu_ms_steady += ms;
+  }
+  st.gemms += cfg.verify_every;
+  ++st.checks;
+  if (r.mismatches) {
+    ++st.bad_checks;
+    st.wrong_elements += r.mismatches;
+    if (st.first_bad_gemm < 0) {
+      st.first_bad_gemm = static_cast<std::int64_t>(s.first_gemm + cfg.verify_every - 1);
+      st.first_bad_element = r.first;
+    }
+  }
+}
+
+// Keeps up to max_pending batches queued until duration_s (or the deadline), accounting each as
+// it completes; the GPU time of a batch runs from the end of the one before it.
+void Engine::run() {
+  if (!make_golden()) return time_out();
   std::vector<std::unique_ptr<Slot>> slots;
   for (int i = 0; i < ring; ++i) {
     slots.push_back(std::make_unique<Slot>(dev));
@@ -194,8 +284,6 @@ void engine(const GpuInfo& gpu, const BurnConfig& cfg, BurnState& st) {
   const auto steady_from = t0 + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(cfg.warmup_s));
   const double flops_per_gemm = 2.0 * std::pow(static_cast<double>(cfg.n), 3);
-  auto* results = cmp_host.as<CompareOut>();
-  auto* results_dev = cmp.as<CompareOut>();
 
   KILN_CUDA(cudaEventRecord(start.get(), stream.get()));
   cudaEvent_t prev_end = start.get();
@@ -209,25 +297,8 @@ void engine(const GpuInfo& gpu, const BurnConfig& cfg, BurnState& st) {
       Slot& s = *slots[batch % ring];
       s.first_gemm = next_gemm;
       s.steady = Clock::now() >= steady_from;
-      for (int g = 0; g < cfg.verify_every; ++g)
-        gemm(blas.get(), cfg.dtype, cfg.n, a.get(), b.get(), c.get());
+      enqueue(s, batch, gemm_ms_estimate);
       next_gemm += cfg.verify_every;
-      if (cfg.bitflip) {
-        // A different element each time, in its most significant byte.
-        const std::size_t e = mix64(batch) % elems;
-        const int eb = dtype_bytes(cfg.dtype);
-        KILN_CUDA(launch_flip_bit(c.get(), e * eb + eb - 1, static_cast<int>(batch % 7), stream.get()));
-      }
-      KILN_CUDA(launch_compare(c.get(), golden.get(), bytes, dtype_bytes(cfg.dtype),
-                               results_dev + s.index, stream.get()));
-      KILN_CUDA(cudaMemcpyAsync(results + s.index, results_dev + s.index, sizeof(CompareOut),
-                                cudaMemcpyDeviceToHost, stream.get()));
-      s.spin_ms = 0.0;
-      if (cfg.slow_factor < 1.0 && gemm_ms_estimate > 0.0) {
-        s.spin_ms = gemm_ms_estimate * (1.0 / cfg.slow_factor - 1.0);
-        KILN_CUDA(launch_spin(static_cast<std::uint64_t>(s.spin_ms * 1e6), stream.get()));
-      }
-      KILN_CUDA(cudaEventRecord(s.end.get(), stream.get()));
       pending.push_back(&s);
       ++batch;
       if (static_cast<int>(pending.size()) < max_pending) continue;  // keep the queue full
@@ -235,34 +306,12 @@ void engine(const GpuInfo& gpu, const BurnConfig& cfg, BurnState& st) {
     if (pending.empty()) break;
     Slot& s = *pending.front();
     // Generous: a batch is milliseconds; only a hung GPU gets near this.
-    if (!wait_event(s.end.get(), cfg.deadline)) {
-      std::lock_guard<std::mutex> lock(st.mu);
-      st.timed_out = true;
-      return;
-    }
+    if (!wait_event(s.end.get(), cfg.deadline)) return time_out();
     pending.pop_front();
     const double ms = elapsed_ms(prev_end, s.end.get());
     prev_end = s.end.get();
     gemm_ms_estimate = std::max(0.0, ms - s.spin_ms);
-    const CompareOut& r = results[s.index];
-    const double f = flops_per_gemm * cfg.verify_every;
-    std::lock_guard<std::mutex> lock(st.mu);
-    st.flops += f;
-    st.gpu_ms += ms;
-    if (s.steady) {
-      st.flops_steady += f;
-      st.gpu_ms_steady += ms;
-    }
-    st.gemms += cfg.verify_every;
-    ++st.checks;
-    if (r.mismatches) {
-      ++st.bad_checks;
-      st.wrong_elements += r.mismatches;
-      if (st.first_bad_gemm < 0) {
-        st.first_bad_gemm = static_cast<std::int64_t>(s.first_gemm + cfg.verify_every - 1);
-        st.first_bad_element = r.first;
-      }
-    }
+    account(s, ms, flops_per_gemm);
   }
   KILN_CUDA(cudaStreamSynchronize(stream.get()));
 }
@@ -270,15 +319,11 @@ void engine(const GpuInfo& gpu, const BurnConfig& cfg, BurnState& st) {
 }  // namespace
 
 void run_burn_engine(const GpuInfo& gpu, const BurnConfig& cfg, BurnState& state) {
-  try {
-    engine(gpu, cfg, state);
-  } catch (const GpuError& e) {
+  const GpuFailure f = on_gpu_thread([&] { Engine(gpu, cfg, state).run(); });
+  if (f.failed()) {
     std::lock_guard<std::mutex> lock(state.mu);
-    state.error = e.what();
-    state.hardware_error = e.hardware;
-  } catch (const std::exception& e) {
-    std::lock_guard<std::mutex> lock(state.mu);
-    state.error = e.what();
+    state.error = f.error;
+    state.hardware_error = f.hardware;
   }
   std::lock_guard<std::mutex> lock(state.mu);
   state.done = true;

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "worker/checks/gpu/common.hpp"
+#include "worker/checks/gpu/gpu_check.hpp"
 #include "worker/hw/cuda_util.hpp"
 #include "worker/checks/gpu/kernels.hpp"
 #include "worker/hw/nvml.hpp"
@@ -17,25 +17,21 @@ namespace {
 using nlohmann::json;
 constexpr const char* kKey = "gpu.copy_bw";
 
-class GpuCopyBw final : public Check {
+class GpuCopyBw final : public GpuCheck {
  public:
   std::string key() const override { return kKey; }
   std::string description() const override {
     return "Copy-engine bandwidth: H2D/D2H pinned, D2D, and the GPU peer matrix";
   }
-  Scope scope() const override { return Scope::PerNode; }
   double default_deadline_s() const override { return 180.0; }
-  std::optional<std::string> applicable(const NodeInfo& node) const override {
-    return cuda_skip_reason(node);
-  }
-  void run(Context& ctx, ResultSink& sink) override;
+
+ protected:
+#if KILN_HAVE_CUDA
+  void measure(Context& ctx, ResultSink& sink, const NodeGpus& node) override;
+#endif
 };
 
-#if !KILN_HAVE_CUDA
-void GpuCopyBw::run(Context&, ResultSink& sink) {
-  sink.emit(make_result(kKey, {}, "copy_bw", 0, "", Status::Skip, "built without CUDA"));
-}
-#else
+#if KILN_HAVE_CUDA
 
 struct Timing {
   int iters = 10;
@@ -99,66 +95,56 @@ std::vector<std::string> judge(const std::vector<double>& v, double tol, double 
   return why;
 }
 
-void GpuCopyBw::run(Context& ctx, ResultSink& sink) {
-  const std::string& host = ctx.node.host;
-  auto lib = nvml::shared();
-  const auto gpus = list_gpus(lib.get());
-  const std::size_t bytes = static_cast<std::size_t>(std::max(1, ctx.param("size_mb", 1024))) << 20;
-  Timing t;
-  t.iters = std::max(1, ctx.param("iters", 10));
-  t.deadline = ctx.deadline - std::chrono::seconds(2);
-  const double tol = ctx.param("peer_tolerance", 0.15);
-  const std::size_t n = gpus.size();
-
-  // Per-GPU paths: host<->device and device-local.
-  PinnedBuffer pinned(bytes);
-  std::vector<double> h2d(n), d2h(n), d2d(n);
-  std::vector<std::uint64_t> corrupt(n, 0);
+// One GPU's own paths: host<->device and device-local.
+struct GpuCopies {
+  double h2d = 0, d2h = 0, d2d = 0;
+  std::uint64_t corrupt = 0;
   // A GPU that fails a copy is reported on its own and left out of the comparisons and pairs.
-  std::vector<std::string> failed(n);
-  std::vector<bool> hardware(n, false);
-  for (std::size_t i = 0; i < n; ++i) {
-    try {
-      const int dev = gpus[i].ordinal;
-      DeviceBuffer a(dev, bytes), b(dev, bytes);
-      Stream s(dev);
-      h2d[i] = time_copies(dev, s.get(), bytes, t, [&] {
-        KILN_CUDA(cudaMemcpyAsync(a.get(), pinned.get(), bytes, cudaMemcpyHostToDevice, s.get()));
-      });
-      d2h[i] = time_copies(dev, s.get(), bytes, t, [&] {
-        KILN_CUDA(cudaMemcpyAsync(pinned.get(), a.get(), bytes, cudaMemcpyDeviceToHost, s.get()));
-      });
-      const std::uint64_t seed = mix64(42 + i);
-      fill_random(dev, a.get(), bytes, seed);
-      d2d[i] = time_copies(dev, s.get(), bytes, t, [&] {
-        KILN_CUDA(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, s.get()));
-      });
-      corrupt[i] = verify_copy(dev, b.get(), bytes, seed, t);
-    } catch (const GpuError& e) {
-      failed[i] = e.what();
-      hardware[i] = e.hardware;
-    }
-  }
-  auto healthy = [&](const std::vector<double>& v) {
+  GpuFailure failure;
+};
+
+void copy_on_gpu(int dev, std::size_t i, std::size_t bytes, const PinnedBuffer& pinned,
+                 const Timing& t, GpuCopies& out) {
+  DeviceBuffer a(dev, bytes), b(dev, bytes);
+  Stream s(dev);
+  out.h2d = time_copies(dev, s.get(), bytes, t, [&] {
+    KILN_CUDA(cudaMemcpyAsync(a.get(), pinned.get(), bytes, cudaMemcpyHostToDevice, s.get()));
+  });
+  out.d2h = time_copies(dev, s.get(), bytes, t, [&] {
+    KILN_CUDA(cudaMemcpyAsync(pinned.get(), a.get(), bytes, cudaMemcpyDeviceToHost, s.get()));
+  });
+  const std::uint64_t seed = mix64(42 + i);
+  fill_random(dev, a.get(), bytes, seed);
+  out.d2d = time_copies(dev, s.get(), bytes, t, [&] {
+    KILN_CUDA(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, s.get()));
+  });
+  out.corrupt = verify_copy(dev, b.get(), bytes, seed, t);
+}
+
+// The per-GPU figures, each judged against those of the GPUs that did not fail.
+void report_gpus(const Context& ctx, ResultSink& sink, const NodeGpus& node,
+                 const std::vector<GpuCopies>& per, std::size_t bytes, const Timing& t, double tol) {
+  const std::size_t n = per.size();
+  auto healthy = [&](double GpuCopies::*field) {
     std::vector<double> out;
     for (std::size_t i = 0; i < n; ++i)
-      if (failed[i].empty()) out.push_back(v[i]);
+      if (!per[i].failure.failed()) out.push_back(per[i].*field);
     return out;
   };
   auto spread = [&](const std::vector<std::string>& w) {
     std::vector<std::string> out(n);
     for (std::size_t i = 0, k = 0; i < n; ++i)
-      if (failed[i].empty()) out[i] = w[k++];
+      if (!per[i].failure.failed()) out[i] = w[k++];
     return out;
   };
-  const auto why_h2d = spread(judge(healthy(h2d), tol, ctx.param("min_h2d_gbps", 0.0)));
-  const auto why_d2h = spread(judge(healthy(d2h), tol, ctx.param("min_d2h_gbps", 0.0)));
-  const auto why_d2d = spread(judge(healthy(d2d), tol, ctx.param("min_d2d_gbps", 0.0)));
+  const auto why_h2d = spread(judge(healthy(&GpuCopies::h2d), tol, ctx.param("min_h2d_gbps", 0.0)));
+  const auto why_d2h = spread(judge(healthy(&GpuCopies::d2h), tol, ctx.param("min_d2h_gbps", 0.0)));
+  const auto why_d2d = spread(judge(healthy(&GpuCopies::d2d), tol, ctx.param("min_d2d_gbps", 0.0)));
   for (std::size_t i = 0; i < n; ++i) {
-    const Entity ent = gpu_entity(host, gpus[i].index);
-    if (!failed[i].empty()) {
-      Result r = make_result(kKey, ent, "copy", 0, "", hardware[i] ? Status::Fail : Status::Error, failed[i]);
-      r.extra = {{"finding", hardware[i] ? "gpu.lost" : "gpu.cuda"}};
+    const Entity ent = gpu_entity(node.host, node.list[i].index);
+    if (per[i].failure.failed()) {
+      Result r = make_result(kKey, ent, "copy", 0, "");
+      report_failure(r, per[i].failure);
       sink.emit(std::move(r));
       continue;
     }
@@ -166,31 +152,34 @@ void GpuCopyBw::run(Context& ctx, ResultSink& sink) {
       Result r = make_result(kKey, ent, metric, v, "GB/s", why.empty() ? Status::Pass : Status::Fail,
                              why.empty() ? "" : std::string(metric) + " " + why);
       r.size_bytes = static_cast<std::int64_t>(bytes);
-      r.extra = {{"finding", finding}, {"iters", t.iters}, {"cuda_ordinal", gpus[i].ordinal}};
+      r.extra = {{"finding", finding}, {"iters", t.iters}, {"cuda_ordinal", node.list[i].ordinal}};
       sink.emit(std::move(r));
     };
-    emit("h2d", h2d[i], why_h2d[i], "gpu.pcie_slow");
-    emit("d2h", d2h[i], why_d2h[i], "gpu.pcie_slow");
+    emit("h2d", per[i].h2d, why_h2d[i], "gpu.pcie_slow");
+    emit("d2h", per[i].d2h, why_d2h[i], "gpu.pcie_slow");
     std::string w = why_d2d[i];
-    if (corrupt[i]) w += (w.empty() ? "" : "; ") + std::to_string(corrupt[i]) + " words corrupted by the copy";
-    emit("d2d", d2d[i], w, corrupt[i] ? "gpu.memory" : "gpu.memory_bw");
+    if (per[i].corrupt) w += (w.empty() ? "" : "; ") + std::to_string(per[i].corrupt) + " words corrupted by the copy";
+    emit("d2d", per[i].d2d, w, per[i].corrupt ? "gpu.memory" : "gpu.memory_bw");
   }
+}
 
-  if (n < 2) {
-    sink.emit(make_result(kKey, node_entity(host), "peer_matrix", 0, "GB/s", Status::Skip,
-                          "one GPU visible: no peer pairs"));
-    return;
-  }
-  // Peer matrix: row = source, column = destination; the diagonal is left empty (d2d above).
+// Peer matrix: row = source, column = destination; the diagonal is left empty (d2d is there).
+struct PeerMatrix {
   json matrix = json::array(), p2p = json::array(), index = json::array();
-  std::vector<double> cells;
+  std::vector<double> cells;  // the measured pairs, in row order
   std::vector<std::pair<std::size_t, std::size_t>> where;
   std::vector<std::uint64_t> cell_corrupt;
-  for (std::size_t i = 0; i < n; ++i) index.push_back(gpus[i].index);
+};
+
+PeerMatrix measure_peers(const std::vector<GpuInfo>& gpus, const std::vector<GpuCopies>& per,
+                         std::size_t bytes, const Timing& t) {
+  const std::size_t n = gpus.size();
+  PeerMatrix m;
+  for (std::size_t i = 0; i < n; ++i) m.index.push_back(gpus[i].index);
   for (std::size_t i = 0; i < n; ++i) {
     json row = json::array(), prow = json::array();
     for (std::size_t j = 0; j < n; ++j) {
-      if (i == j || !failed[i].empty() || !failed[j].empty()) {
+      if (i == j || per[i].failure.failed() || per[j].failure.failed()) {
         row.push_back(nullptr);
         prow.push_back(nullptr);
         continue;
@@ -204,37 +193,70 @@ void GpuCopyBw::run(Context& ctx, ResultSink& sink) {
       const double bw = time_copies(src, s.get(), bytes, t, [&] {
         KILN_CUDA(cudaMemcpyPeerAsync(b.get(), dst, a.get(), src, bytes, s.get()));
       });
-      cell_corrupt.push_back(verify_copy(dst, b.get(), bytes, seed, t));
+      m.cell_corrupt.push_back(verify_copy(dst, b.get(), bytes, seed, t));
       row.push_back(bw);
       prow.push_back(direct);
-      cells.push_back(bw);
-      where.emplace_back(i, j);
+      m.cells.push_back(bw);
+      m.where.emplace_back(i, j);
     }
-    matrix.push_back(row);
-    p2p.push_back(prow);
+    m.matrix.push_back(row);
+    m.p2p.push_back(prow);
   }
-  // Every link against the others: one slow or degraded NVLink stands out from the rest.
-  if (cells.empty()) return;
+  return m;
+}
+
+// Every link against the others: one slow or degraded NVLink stands out from the rest.
+void report_peers(const Context& ctx, ResultSink& sink, const NodeGpus& node, const PeerMatrix& m,
+                  std::size_t bytes, double tol) {
+  const auto& gpus = node.list;
+  const std::string& host = node.host;
+  const auto& cells = m.cells;
   const auto why = judge(cells, tol, ctx.param("min_peer_gbps", 0.0));
   bool any_bad = false;
   for (std::size_t k = 0; k < cells.size(); ++k) {
-    const auto [i, j] = where[k];
+    const auto [i, j] = m.where[k];
     std::string w = why[k];
-    if (cell_corrupt[k]) w += (w.empty() ? "" : "; ") + std::to_string(cell_corrupt[k]) + " words corrupted by the copy";
+    if (m.cell_corrupt[k]) w += (w.empty() ? "" : "; ") + std::to_string(m.cell_corrupt[k]) + " words corrupted by the copy";
     Result r = make_result(kKey, link_entity(host, gpus[i].index, gpus[j].index), "peer_bw", cells[k], "GB/s",
                            w.empty() ? Status::Pass : Status::Fail, w.empty() ? "" : "peer copy " + w);
     r.size_bytes = static_cast<std::int64_t>(bytes);
-    r.extra = {{"p2p", p2p[i][j]}, {"finding", "link.slow"}};
+    r.extra = {{"p2p", m.p2p[i][j]}, {"finding", "link.slow"}};
     any_bad |= !w.empty();
     sink.emit(std::move(r));
   }
-  Result m = make_result(kKey, node_entity(host), "peer_matrix", *std::min_element(cells.begin(), cells.end()),
-                         "GB/s", any_bad ? Status::Fail : Status::Pass,
-                         any_bad ? "one or more GPU pairs copy slower than the others or the spec" : "");
-  m.size_bytes = static_cast<std::int64_t>(bytes);
-  m.extra = {{"matrix", matrix}, {"p2p", p2p}, {"gpus", index}, {"rows", "source"},
-             {"cols", "destination"}, {"unit", "GB/s"}, {"median", median(cells)}};
-  sink.emit(std::move(m));
+  Result mr = make_result(kKey, node_entity(host), "peer_matrix", *std::min_element(cells.begin(), cells.end()),
+                          "GB/s", any_bad ? Status::Fail : Status::Pass,
+                          any_bad ? "one or more GPU pairs copy slower than the others or the spec" : "");
+  mr.size_bytes = static_cast<std::int64_t>(bytes);
+  mr.extra = {{"matrix", m.matrix}, {"p2p", m.p2p}, {"gpus", m.index}, {"rows", "source"},
+              {"cols", "destination"}, {"unit", "GB/s"}, {"median", median(cells)}};
+  sink.emit(std::move(mr));
+}
+
+void GpuCopyBw::measure(Context& ctx, ResultSink& sink, const NodeGpus& node) {
+  const auto& gpus = node.list;
+  const std::size_t bytes = static_cast<std::size_t>(std::max(1, ctx.param("size_mb", 1024))) << 20;
+  Timing t;
+  t.iters = std::max(1, ctx.param("iters", 10));
+  t.deadline = ctx.deadline - std::chrono::seconds(2);
+  const double tol = ctx.param("peer_tolerance", 0.15);
+  const std::size_t n = gpus.size();
+
+  // Held until the end, as the pairs are measured too.
+  PinnedBuffer pinned(bytes);
+  std::vector<GpuCopies> per(n);
+  for (std::size_t i = 0; i < n; ++i)
+    per[i].failure = on_gpu([&] { copy_on_gpu(gpus[i].ordinal, i, bytes, pinned, t, per[i]); });
+  report_gpus(ctx, sink, node, per, bytes, t, tol);
+
+  if (n < 2) {
+    sink.emit(make_result(kKey, node_entity(node.host), "peer_matrix", 0, "GB/s", Status::Skip,
+                          "one GPU visible: no peer pairs"));
+    return;
+  }
+  const PeerMatrix m = measure_peers(gpus, per, bytes, t);
+  if (m.cells.empty()) return;
+  report_peers(ctx, sink, node, m, bytes, tol);
 }
 #endif  // KILN_HAVE_CUDA
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "worker/checks/gpu/common.hpp"
+#include "worker/checks/gpu/gpu_check.hpp"
 #include "worker/hw/cuda_util.hpp"
 #include "worker/hw/nvml.hpp"
 
@@ -34,8 +34,8 @@ struct Problems {
   }
 };
 
-// NVML fields of one GPU into `f`, problems into `p`. Returns false when the GPU is lost.
-bool read_gpu(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f, Problems& p) {
+// Name, identifiers and the model against the spec. False when the GPU is lost.
+bool read_identity(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f, Problems& p) {
   std::string s;
   int rc = lib.name(d, &s);
   if (rc == nvml::kErrGpuIsLost) {
@@ -49,7 +49,11 @@ bool read_gpu(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f,
   const auto model = ctx.param<std::string>("expected_model", "");
   if (!model.empty() && lower(f["name"].get<std::string>()).find(lower(model)) == std::string::npos)
     p.add("gpu.model", "model '" + f["name"].get<std::string>() + "', spec expects '" + model + "'");
+  return true;
+}
 
+// ECC mode and counts, retired pages and row remapping.
+void read_memory_health(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f, Problems& p) {
   bool cur = false, pend = false;
   if (lib.ecc_mode(d, &cur, &pend) == nvml::kSuccess) {
     f["ecc_enabled"] = cur;
@@ -85,7 +89,10 @@ bool read_gpu(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f,
     if (failed) p.add("gpu.row_remap_failure", "row remapping failed: the GPU needs service");
     else if (pending) p.add("gpu.reset_required", "row remap pending: reset the GPU");
   }
+}
 
+// PCIe link generation and width.
+void read_pcie(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f, Problems& p) {
   unsigned gc = 0, gm = 0, wc = 0, wm = 0;
   if (lib.pcie_gen(d, &gc, &gm) == nvml::kSuccess) f["pcie_gen"] = {{"current", gc}, {"max", gm}};
   if (lib.pcie_width(d, &wc, &wm) == nvml::kSuccess) {
@@ -97,7 +104,10 @@ bool read_gpu(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f,
   const auto min_gen = ctx.param<unsigned>("min_pcie_gen_max", 0);
   if (min_gen > 0 && gm > 0 && gm < min_gen)
     p.add("gpu.pcie_degraded", "PCIe link trains at gen" + std::to_string(gm));
+}
 
+// Clocks, power limit and draw, temperature and throttle reasons.
+void read_power(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f, Problems& p) {
   unsigned c = 0, cm = 0;
   if (lib.clock(d, 1, &c, &cm) == nvml::kSuccess) f["sm_clock_mhz"] = {{"current", c}, {"max", cm}};
   if (lib.clock(d, 2, &c, &cm) == nvml::kSuccess) f["mem_clock_mhz"] = {{"current", c}, {"max", cm}};
@@ -119,12 +129,17 @@ bool read_gpu(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f,
     if (throttle::abnormal(reasons))
       p.add("gpu.throttle", "clocks held down at idle by " + f["throttle_reasons"].dump());
   }
+}
+
+// Persistence and MIG mode against the spec, and memory in use.
+void read_modes(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f, Problems& p) {
   bool on = false;
   if (lib.persistence(d, &on) == nvml::kSuccess) {
     f["persistence_mode"] = on;
     if (!on && ctx.param("require_persistence", false))
       p.add("gpu.persistence", "persistence mode is off");
   }
+  bool cur = false, pend = false;
   if (lib.mig_mode(d, &cur, &pend) == nvml::kSuccess) {
     f["mig_mode"] = {{"current", cur}, {"pending", pend}};
     if (auto it = ctx.params.find("expect_mig"); it != ctx.params.end() && it->get<bool>() != cur)
@@ -136,17 +151,111 @@ bool read_gpu(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f,
     f["memory_total_bytes"] = total;
     f["memory_used_bytes"] = used;
   }
+}
+
+// NVML fields of one GPU into `f`, problems into `p`. Returns false when the GPU is lost.
+bool read_gpu(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f, Problems& p) {
+  if (!read_identity(lib, d, ctx, f, p)) return false;
+  read_memory_health(lib, d, ctx, f, p);
+  read_pcie(lib, d, ctx, f, p);
+  read_power(lib, d, ctx, f, p);
+  read_modes(lib, d, ctx, f, p);
   return true;
 }
 
-class GpuHealth final : public Check {
+// Count against the spec: what CUDA sees is what workloads get, what NVML sees is what is
+// installed. A GPU hidden or failed to initialise shows up as a difference between them.
+Result gpu_count(const Context& ctx, const std::string& host, int cuda_count, int nvml_count) {
+  const int expected = ctx.param("expected_gpus", -1);
+  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+  Result count = make_result(kKey, node_entity(host), "gpu_count", cuda_count, "");
+  count.extra = {{"cuda_visible", cuda_count}, {"nvml_count", nvml_count},
+                 {"expected", expected}, {"finding", "gpu.count"}};
+  if (cvd) count.extra["CUDA_VISIBLE_DEVICES"] = cvd;
+  if (expected >= 0 && (cuda_count != expected || (nvml_count >= 0 && nvml_count != expected))) {
+    count.status = Status::Fail;
+    std::ostringstream r;
+    r << cuda_count << " GPU(s) usable through CUDA, spec expects " << expected;
+    if (nvml_count >= 0) r << " (NVML sees " << nvml_count << ")";
+    if (cvd) r << "; CUDA_VISIBLE_DEVICES=" << cvd;
+    count.reason = r.str();
+  }
+  return count;
+}
+
+// The driver against the spec, or an ERROR when NVML is missing.
+Result driver(const Context& ctx, const NodeGpus& node) {
+  if (!node.lib)
+    return make_result(kKey, node_entity(node.host), "nvml", 0, "", Status::Error,
+                       node.nvml_why + ": health counters unavailable");
+  const nvml::Lib& lib = *node.lib;
+  Result drv = make_result(kKey, node_entity(node.host), "driver", lib.cuda_driver_version() / 1000.0, "");
+  drv.extra = {{"driver_version", lib.driver_version()},
+               {"cuda_driver_version", lib.cuda_driver_version()}};
+  const auto want = ctx.param<std::string>("expected_driver", "");
+  if (!want.empty() && lib.driver_version().rfind(want, 0) != 0) {
+    drv.status = Status::Fail;
+    drv.reason = "driver " + lib.driver_version() + ", spec expects " + want;
+    drv.extra["finding"] = "gpu.driver";
+  }
+  return drv;
+}
+
+// The health of NVML's GPU `i`, with the XIDs seen on it during the campaign.
+Result gpu_health(const Context& ctx, const nvml::Lib& lib, int i, const std::string& host,
+                  const std::vector<nvml::Xid>& xids, const json& xid_note) {
+  int rc = 0;
+  json f = json::object();
+  Problems p;
+  nvml::Device d = lib.handle(static_cast<unsigned>(i), &rc);
+  if (!d) {
+    p.add(rc == nvml::kErrGpuIsLost ? "gpu.lost" : "gpu.nvml",
+          "NVML cannot open the GPU: " + lib.error(rc));
+  } else {
+    read_gpu(lib, d, ctx, f, p);
+  }
+  json seen = json::array();
+  for (const auto& x : xids)
+    if (x.gpu_index == i) seen.push_back({{"xid", x.xid}, {"ts", x.unix_time}});
+  f["xid_events"] = seen;
+  if (!xid_note.is_null()) f["xid_watch"] = xid_note;
+  if (!seen.empty())
+    p.add("gpu.xid", std::to_string(seen.size()) + " XID error(s) during the campaign, last XID " +
+                         std::to_string(seen.back()["xid"].get<std::uint64_t>()));
+  Result r = make_result(kKey, gpu_entity(host, i), "health",
+                         static_cast<double>(p.list.size()), "problems",
+                         p.list.empty() ? Status::Pass : Status::Fail, p.reason());
+  f["problems"] = p.list;
+  r.extra = std::move(f);
+  return r;
+}
+
+#if KILN_HAVE_CUDA
+// Every CUDA-visible GPU must also take a context and an allocation: a GPU that NVML still
+// lists but CUDA cannot use is as lost as one that vanished.
+Result cuda_probe(const std::string& host, const GpuInfo& g) {
+  Result r = make_result(kKey, gpu_entity(host, g.index), "cuda_probe", 1, "");
+  r.extra = {{"cuda_ordinal", g.ordinal}, {"name", g.name}, {"bus_id", g.bus_id},
+             {"sm_count", g.sm_count}, {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)},
+             {"total_mem_bytes", g.total_mem}};
+  const GpuFailure f = on_gpu([&] {
+    KILN_CUDA(cudaSetDevice(g.ordinal));
+    DeviceBuffer probe(g.ordinal, 1 << 20);
+    KILN_CUDA(cudaMemset(probe.get(), 0xa5, probe.size()));
+    KILN_CUDA(cudaDeviceSynchronize());
+  });
+  if (f.failed()) report_failure(r, f);
+  return r;
+}
+#endif
+
+class GpuHealth final : public GpuCheck {
  public:
   std::string key() const override { return kKey; }
   std::string description() const override {
     return "GPU inventory and NVML health: count/model vs spec, ECC, row remap, PCIe, clocks, "
            "power, throttle, persistence/MIG, XID events";
   }
-  Scope scope() const override { return Scope::PerNode; }
   double default_deadline_s() const override { return 60.0; }
 
   std::optional<std::string> applicable(const NodeInfo& node) const override {
@@ -159,105 +268,27 @@ class GpuHealth final : public Check {
     return "no GPU visible (" + why + (cuda.empty() ? "" : "; " + cuda) + ")";
   }
 
-  void run(Context& ctx, ResultSink& sink) override {
-    const std::string& host = ctx.node.host;
-    std::string why;
-    auto lib = nvml::shared(&why);
-    const int nvml_count = lib ? lib->count() : -1;
+ protected:
+  bool needs_cuda() const override { return false; }
+
+  void measure(Context& ctx, ResultSink& sink, const NodeGpus& node) override {
+    const int nvml_count = node.lib ? node.lib->count() : -1;
     int cuda_count = ctx.node.gpu_count;
 #if KILN_HAVE_CUDA
-    std::vector<GpuInfo> gpus = list_gpus(lib.get());
-    cuda_count = static_cast<int>(gpus.size());
+    cuda_count = static_cast<int>(node.list.size());
 #endif
     json xid_note;
-    if (lib) {
+    if (node.lib) {
       std::string xwhy;
-      if (!nvml::XidWatcher::instance().start(lib, &xwhy)) xid_note = xwhy;
+      if (!nvml::XidWatcher::instance().start(node.lib, &xwhy)) xid_note = xwhy;
     }
-
-    // Count against the spec: what CUDA sees is what workloads get, what NVML sees is what is
-    // installed. A GPU hidden or failed to initialise shows up as a difference between them.
-    const int expected = ctx.param("expected_gpus", -1);
-    const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
-    Result count = make_result(kKey, node_entity(host), "gpu_count", cuda_count, "");
-    count.extra = {{"cuda_visible", cuda_count}, {"nvml_count", nvml_count},
-                   {"expected", expected}, {"finding", "gpu.count"}};
-    if (cvd) count.extra["CUDA_VISIBLE_DEVICES"] = cvd;
-    if (expected >= 0 && (cuda_count != expected || (nvml_count >= 0 && nvml_count != expected))) {
-      count.status = Status::Fail;
-      std::ostringstream r;
-      r << cuda_count << " GPU(s) usable through CUDA, spec expects " << expected;
-      if (nvml_count >= 0) r << " (NVML sees " << nvml_count << ")";
-      if (cvd) r << "; CUDA_VISIBLE_DEVICES=" << cvd;
-      count.reason = r.str();
-    }
-    sink.emit(count);
-
-    if (lib) {
-      Result drv = make_result(kKey, node_entity(host), "driver", lib->cuda_driver_version() / 1000.0, "");
-      drv.extra = {{"driver_version", lib->driver_version()},
-                   {"cuda_driver_version", lib->cuda_driver_version()}};
-      const auto want = ctx.param<std::string>("expected_driver", "");
-      if (!want.empty() && lib->driver_version().rfind(want, 0) != 0) {
-        drv.status = Status::Fail;
-        drv.reason = "driver " + lib->driver_version() + ", spec expects " + want;
-        drv.extra["finding"] = "gpu.driver";
-      }
-      sink.emit(drv);
-    } else {
-      sink.emit(make_result(kKey, node_entity(host), "nvml", 0, "", Status::Error,
-                            why + ": health counters unavailable"));
-    }
-
+    sink.emit(gpu_count(ctx, node.host, cuda_count, nvml_count));
+    sink.emit(driver(ctx, node));
     const auto xids = nvml::XidWatcher::instance().since(0.0);
-    for (int i = 0; lib && i < nvml_count; ++i) {
-      int rc = 0;
-      json f = json::object();
-      Problems p;
-      nvml::Device d = lib->handle(static_cast<unsigned>(i), &rc);
-      if (!d) {
-        p.add(rc == nvml::kErrGpuIsLost ? "gpu.lost" : "gpu.nvml",
-              "NVML cannot open the GPU: " + lib->error(rc));
-      } else {
-        read_gpu(*lib, d, ctx, f, p);
-      }
-      json seen = json::array();
-      for (const auto& x : xids)
-        if (x.gpu_index == i) seen.push_back({{"xid", x.xid}, {"ts", x.unix_time}});
-      f["xid_events"] = seen;
-      if (!xid_note.is_null()) f["xid_watch"] = xid_note;
-      if (!seen.empty())
-        p.add("gpu.xid", std::to_string(seen.size()) + " XID error(s) during the campaign, last XID " +
-                             std::to_string(seen.back()["xid"].get<std::uint64_t>()));
-      Result r = make_result(kKey, gpu_entity(host, i), "health",
-                             static_cast<double>(p.list.size()), "problems",
-                             p.list.empty() ? Status::Pass : Status::Fail, p.reason());
-      f["problems"] = p.list;
-      r.extra = std::move(f);
-      sink.emit(std::move(r));
-    }
-
+    for (int i = 0; node.lib && i < nvml_count; ++i)
+      sink.emit(gpu_health(ctx, *node.lib, i, node.host, xids, xid_note));
 #if KILN_HAVE_CUDA
-    // Every CUDA-visible GPU must also take a context and an allocation: a GPU that NVML still
-    // lists but CUDA cannot use is as lost as one that vanished.
-    for (const auto& g : gpus) {
-      Result r = make_result(kKey, gpu_entity(host, g.index), "cuda_probe", 1, "");
-      r.extra = {{"cuda_ordinal", g.ordinal}, {"name", g.name}, {"bus_id", g.bus_id},
-                 {"sm_count", g.sm_count}, {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)},
-                 {"total_mem_bytes", g.total_mem}};
-      try {
-        KILN_CUDA(cudaSetDevice(g.ordinal));
-        DeviceBuffer probe(g.ordinal, 1 << 20);
-        KILN_CUDA(cudaMemset(probe.get(), 0xa5, probe.size()));
-        KILN_CUDA(cudaDeviceSynchronize());
-      } catch (const GpuError& e) {
-        r.value = 0;
-        r.status = e.hardware ? Status::Fail : Status::Error;
-        r.reason = e.what();
-        r.extra["finding"] = e.hardware ? "gpu.lost" : "gpu.cuda";
-      }
-      sink.emit(std::move(r));
-    }
+    for (const auto& g : node.list) sink.emit(cuda_probe(node.host, g));
 #endif
   }
 };

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "worker/checks/gpu/common.hpp"
+#include "worker/checks/gpu/gpu_check.hpp"
 #include "worker/hw/cuda_util.hpp"
 #include "worker/checks/gpu/kernels.hpp"
 #include "worker/hw/nvml.hpp"
@@ -18,25 +18,22 @@ namespace {
 using nlohmann::json;
 constexpr const char* kKey = "gpu.memtest";
 
-class GpuMemtest final : public Check {
+class GpuMemtest final : public GpuCheck {
  public:
   std::string key() const override { return kKey; }
   std::string description() const override {
     return "Pattern memory test over most of each GPU's free memory, with achieved bandwidth";
   }
-  Scope scope() const override { return Scope::PerNode; }
   double default_deadline_s() const override { return 300.0; }
-  std::optional<std::string> applicable(const NodeInfo& node) const override {
-    return cuda_skip_reason(node);
-  }
-  void run(Context& ctx, ResultSink& sink) override;
+
+ protected:
+  bool has_drills() const override { return true; }
+#if KILN_HAVE_CUDA
+  void measure(Context& ctx, ResultSink& sink, const NodeGpus& node) override;
+#endif
 };
 
-#if !KILN_HAVE_CUDA
-void GpuMemtest::run(Context&, ResultSink& sink) {
-  sink.emit(make_result(kKey, {}, "memtest", 0, "", Status::Skip, "built without CUDA"));
-}
-#else
+#if KILN_HAVE_CUDA
 
 struct Pass {
   Pattern pattern;
@@ -50,8 +47,7 @@ struct MemtestReport {
   json first = json::array();  // first failing words across passes
   std::vector<double> write_gbps, read_gbps;
   json passes = json::array();
-  std::string error;
-  bool hardware = false;
+  GpuFailure failure;
   bool timed_out = false;
 };
 
@@ -148,64 +144,72 @@ std::vector<Pass> build_passes(const Context& ctx) {
   return out;
 }
 
-void GpuMemtest::run(Context& ctx, ResultSink& raw_sink) {
-  LockedSink sink(raw_sink);
-  const std::string& host = ctx.node.host;
-  const DrillPlan drill = parse_drill(ctx.faults.spec, kKey, host);
-  auto lib = nvml::shared();
-  const auto gpus = list_gpus(lib.get());
-  const double fraction = std::clamp(ctx.param("mem_fraction", 0.90), 0.01, 0.98);
-  const auto passes = build_passes(ctx);
-  const auto deadline = ctx.deadline - std::chrono::seconds(3);
+// The ECC corrected-error counters before the test, so that the report gives the test's own.
+std::vector<std::uint64_t> ecc_counts(const NodeGpus& node) {
+  std::vector<std::uint64_t> ecc_before(node.list.size(), 0);
+  for (std::size_t i = 0; i < node.list.size(); ++i)
+    if (node.lib && node.list[i].nvml) node.lib->ecc_count(node.list[i].nvml, 0, 0, &ecc_before[i]);
+  return ecc_before;
+}
 
+// Every GPU at once, one host thread each.
+std::vector<MemtestReport> test_all(const NodeGpus& node, const std::vector<Pass>& passes,
+                                    double fraction, Clock::time_point deadline) {
+  const auto& gpus = node.list;
+  const DrillPlan& drill = node.drill;
   std::vector<MemtestReport> reps(gpus.size());
-  std::vector<std::uint64_t> ecc_before(gpus.size(), 0);
-  for (std::size_t i = 0; i < gpus.size(); ++i)
-    if (lib && gpus[i].nvml) lib->ecc_count(gpus[i].nvml, 0, 0, &ecc_before[i]);
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     const bool corrupt = drill.active && drill.corrupt_gpu == gpus[i].index;
     threads.emplace_back([&, i, corrupt] {
-      try {
-        memtest_gpu(gpus[i], passes, fraction, corrupt, deadline, reps[i]);
-      } catch (const GpuError& e) {
-        reps[i].error = e.what();
-        reps[i].hardware = e.hardware;
-      } catch (const std::exception& e) {
-        reps[i].error = e.what();
-      }
+      reps[i].failure = on_gpu_thread([&] { memtest_gpu(gpus[i], passes, fraction, corrupt, deadline, reps[i]); });
     });
   }
   for (auto& t : threads) t.join();
+  return reps;
+}
 
-  std::vector<double> reads;
-  std::vector<std::size_t> ok;
-  for (std::size_t i = 0; i < gpus.size(); ++i)
-    if (reps[i].error.empty() && !reps[i].read_gbps.empty()) {
-      reads.push_back(median(reps[i].read_gbps));
-      ok.push_back(i);
-    }
-  const auto peers = peer_outliers(reads, ctx.param("peer_tolerance", 0.10));
-  const double min_read = ctx.param("min_read_gbps", 0.0);
+// The verdicts of one GPU: wrong words, then write and read bandwidth, the read against the
+// GPUs that finished (reads[pos], peers[pos]).
+struct Verdicts {
+  ResultSink& sink;
+  const NodeGpus& node;
+  const std::vector<std::uint64_t>& ecc_before;
+  const std::vector<double>& reads;
+  const std::vector<std::size_t>& ok;
+  const std::vector<PeerVerdict>& peers;
+  double min_read;
 
-  for (std::size_t i = 0; i < gpus.size(); ++i) {
-    const MemtestReport& rep = reps[i];
-    const Entity ent = gpu_entity(host, gpus[i].index);
-    if (!rep.error.empty() || rep.timed_out) {
-      Result r = make_result(kKey, ent, "errors", 0, "words",
-                             rep.timed_out ? Status::Timeout : (rep.hardware ? Status::Fail : Status::Error),
-                             rep.timed_out ? "memory test did not finish before the deadline" : rep.error);
-      r.extra = {{"finding", rep.hardware ? "gpu.lost" : "gpu.cuda"}, {"passes", rep.passes}};
-      sink.emit(std::move(r));
-      continue;
+  void judge(std::size_t i, const MemtestReport& rep) const {
+    const Entity ent = gpu_entity(node.host, node.list[i].index);
+    if (rep.failure.failed() || rep.timed_out) return stopped(ent, rep);
+    errors(ent, i, rep);
+    Result wr = make_result(kKey, ent, "write_bw", median(rep.write_gbps), "GB/s");
+    wr.size_bytes = static_cast<std::int64_t>(rep.bytes);
+    sink.emit(std::move(wr));
+    read_bw(ent, i, rep);
+  }
+
+  void stopped(const Entity& ent, const MemtestReport& rep) const {
+    Result r = make_result(kKey, ent, "errors", 0, "words");
+    report_failure(r, rep.failure);
+    if (rep.timed_out) {
+      r.status = Status::Timeout;
+      r.reason = "memory test did not finish before the deadline";
     }
+    r.extra["passes"] = rep.passes;
+    sink.emit(std::move(r));
+  }
+
+  void errors(const Entity& ent, std::size_t i, const MemtestReport& rep) const {
+    const GpuInfo& g = node.list[i];
     Result err = make_result(kKey, ent, "errors", static_cast<double>(rep.errors), "words");
     err.size_bytes = static_cast<std::int64_t>(rep.bytes);
-    err.extra = {{"bytes_tested", rep.bytes}, {"total_bytes", gpus[i].total_mem},
+    err.extra = {{"bytes_tested", rep.bytes}, {"total_bytes", g.total_mem},
                  {"passes", rep.passes.size()}, {"first_failures", rep.first}, {"finding", "gpu.memory"}};
-    if (lib && gpus[i].nvml) {
+    if (node.lib && g.nvml) {
       std::uint64_t after = 0;
-      if (lib->ecc_count(gpus[i].nvml, 0, 0, &after) == nvml::kSuccess)
+      if (node.lib->ecc_count(g.nvml, 0, 0, &after) == nvml::kSuccess)
         err.extra["ecc_corrected_during_test"] = after - ecc_before[i];
     }
     if (rep.errors) {
@@ -214,10 +218,9 @@ void GpuMemtest::run(Context& ctx, ResultSink& raw_sink) {
                    rep.first[0]["offset"].get<std::string>() + " (" + rep.first[0]["pattern"].get<std::string>() + ")";
     }
     sink.emit(std::move(err));
+  }
 
-    Result wr = make_result(kKey, ent, "write_bw", median(rep.write_gbps), "GB/s");
-    wr.size_bytes = static_cast<std::int64_t>(rep.bytes);
-    sink.emit(std::move(wr));
+  void read_bw(const Entity& ent, std::size_t i, const MemtestReport& rep) const {
     const auto pos = static_cast<std::size_t>(std::find(ok.begin(), ok.end(), i) - ok.begin());
     Result rd = make_result(kKey, ent, "read_bw", reads[pos], "GB/s");
     rd.size_bytes = static_cast<std::int64_t>(rep.bytes);
@@ -233,6 +236,28 @@ void GpuMemtest::run(Context& ctx, ResultSink& raw_sink) {
     }
     sink.emit(std::move(rd));
   }
+};
+
+void GpuMemtest::measure(Context& ctx, ResultSink& sink, const NodeGpus& node) {
+  const double fraction = std::clamp(ctx.param("mem_fraction", 0.90), 0.01, 0.98);
+  const auto passes = build_passes(ctx);
+  const auto deadline = ctx.deadline - std::chrono::seconds(3);
+
+  const std::vector<std::uint64_t> ecc_before = ecc_counts(node);
+  const std::vector<MemtestReport> reps = test_all(node, passes, fraction, deadline);
+
+  std::vector<double> reads;
+  std::vector<std::size_t> ok;
+  for (std::size_t i = 0; i < reps.size(); ++i)
+    if (!reps[i].failure.failed() && !reps[i].read_gbps.empty()) {
+      reads.push_back(median(reps[i].read_gbps));
+      ok.push_back(i);
+    }
+  const auto peers = peer_outliers(reads, ctx.param("peer_tolerance", 0.10));
+  const double min_read = ctx.param("min_read_gbps", 0.0);
+
+  const Verdicts verdicts{sink, node, ecc_before, reads, ok, peers, min_read};
+  for (std::size_t i = 0; i < reps.size(); ++i) verdicts.judge(i, reps[i]);
 }
 #endif  // KILN_HAVE_CUDA
 

@@ -270,21 +270,34 @@ void run_bandwidth(std::vector<RailRun>& rails, RdmaOp op, std::size_t bytes, in
   }
 }
 
-}  // namespace
+struct PairParams {
+  bool latency = false;
+  std::string memory;
+  std::size_t bytes = 0;
+  int iters = 0;
+  int depth = 1;
+  int gid_index = 0;
+};
 
-void PairTest::run(Context& ctx, ResultSink& sink) {
-  if (ctx.group_size != 2) throw std::invalid_argument(key() + " is a pair test: it needs groups of two");
-  const bool latency = op() == RdmaOp::SendLatency;
-  const std::string memory = ctx.param<std::string>("memory", "host");
-  const std::size_t bytes = ctx.param<std::size_t>("message_bytes", latency ? 8 : (1u << 20));
-  const int iters = ctx.param<int>("iters", latency ? 10000 : 2000);
-  const int depth = std::max(1, ctx.param<int>("depth", latency ? 1 : 64));
-  const int gid_index = ctx.param<int>("gid_index", 0);
-  if (bytes == 0 || iters < 1) throw std::invalid_argument("message_bytes and iters must be positive");
-  const int me = ctx.group_rank, peer = 1 - me;
-  mpi_deadline::Exchanger ex(ctx.comm);
+PairParams parse_params(const Context& ctx, bool latency) {
+  PairParams p;
+  p.latency = latency;
+  p.memory = ctx.param<std::string>("memory", "host");
+  p.bytes = ctx.param<std::size_t>("message_bytes", latency ? 8 : (1u << 20));
+  p.iters = ctx.param<int>("iters", latency ? 10000 : 2000);
+  p.depth = std::max(1, ctx.param<int>("depth", latency ? 1 : 64));
+  p.gid_index = ctx.param<int>("gid_index", 0);
+  if (p.bytes == 0 || p.iters < 1) throw std::invalid_argument("message_bytes and iters must be positive");
+  return p;
+}
 
-  // Swap port lists (length first, then the JSON text) and plan the rails the same way on both.
+struct PairPlan {
+  RailPlan plan;
+  std::string peer_host;
+};
+
+// Swaps port lists (length first, then the JSON text) and plans the rails the same way on both.
+PairPlan exchange_ports(const Context& ctx, mpi_deadline::Exchanger& ex, int peer) {
   nlohmann::json mine = {{"host", ctx.node.host}, {"ports", nlohmann::json::array()}};
   for (const auto& p : active_ports(list_ports(sysfs_root(ctx.params)))) mine["ports"].push_back(to_json(p));
   const std::string text = mine.dump();
@@ -298,82 +311,97 @@ void PairTest::run(Context& ctx, ResultSink& sink) {
   std::vector<PortInfo> local_ports, peer_ports;
   for (const auto& j : mine["ports"]) local_ports.push_back(port_from_json(j));
   for (const auto& j : theirs["ports"]) peer_ports.push_back(port_from_json(j));
-  const std::string peer_host = theirs.value("host", std::string("?"));
-  const RailPlan plan = plan_rails(local_ports, peer_ports);
-  auto link_id = [&](const Rail& r) {
-    const std::string a = ctx.node.host + "/" + r.local.id(), b = peer_host + "/" + r.peer.id();
-    return me == 0 ? a + "<->" + b : b + "<->" + a;
-  };
-  if (me == 0) {
-    for (const auto& p : plan.unpaired_local) {
-      Result r;
-      r.entity = {"hca", ctx.node.host + "/" + p.id()};
-      r.metric = "rail";
-      r.status = Status::Fail;
-      r.reason = "active port with no partner on " + peer_host + " (fewer active ports there)";
-      sink.emit(r);
-    }
-    for (const auto& p : plan.unpaired_peer) {
-      Result r;
-      r.entity = {"hca", peer_host + "/" + p.id()};
-      r.metric = "rail";
-      r.status = Status::Fail;
-      r.reason = "active port with no partner on " + ctx.node.host + " (fewer active ports here)";
-      sink.emit(r);
-    }
-  }
-  if (plan.rails.empty()) throw std::runtime_error("no rail: the pair shares no active port of the same link layer");
+  PairPlan out;
+  out.peer_host = theirs.value("host", std::string("?"));
+  out.plan = plan_rails(local_ports, peer_ports);
+  return out;
+}
 
+// Reported by group rank 0 alone: an active port the other side has no partner for.
+void report_unpaired(const Context& ctx, ResultSink& sink, const PairPlan& pp) {
+  const std::string& peer_host = pp.peer_host;
+  for (const auto& p : pp.plan.unpaired_local) {
+    Result r;
+    r.entity = {"hca", ctx.node.host + "/" + p.id()};
+    r.metric = "rail";
+    r.status = Status::Fail;
+    r.reason = "active port with no partner on " + peer_host + " (fewer active ports there)";
+    sink.emit(r);
+  }
+  for (const auto& p : pp.plan.unpaired_peer) {
+    Result r;
+    r.entity = {"hca", peer_host + "/" + p.id()};
+    r.metric = "rail";
+    r.status = Status::Fail;
+    r.reason = "active port with no partner on " + ctx.node.host + " (fewer active ports here)";
+    sink.emit(r);
+  }
+}
+
+// A connected RC queue pair on every rail, its details swapped with the peer rail by rail.
+std::vector<RailRun> connect_rails(const Context& ctx, mpi_deadline::Exchanger& ex, int peer,
+                                   const RailPlan& plan, const PairParams& p) {
   const int gpu = ctx.node.gpu_count > 0 ? ctx.node.local_rank % ctx.node.gpu_count : 0;
   std::vector<RailRun> rails(plan.rails.size());
   for (std::size_t i = 0; i < rails.size(); ++i) {
     rails[i].rail = plan.rails[i];
-    setup(rails[i], memory, bytes, depth, gpu, gid_index,
+    setup(rails[i], p.memory, p.bytes, p.depth, gpu, p.gid_index,
           static_cast<std::uint32_t>(ctx.node.world_rank * 4099 + static_cast<int>(i) * 131 + 1));
     if (!ex.swap(peer, &rails[i].local, &rails[i].remote, sizeof(QpInfo), ctx.deadline))
       throw DeadlineExceeded("the peer did not send its queue pair details by the deadline");
-    connect(rails[i], gid_index, 16);
+    connect(rails[i], p.gid_index, 16);
   }
+  return rails;
+}
 
-  if (latency) {
-    // Ping-pong rail by rail: group rank 0 sends, rank 1 answers; half the round trip is reported.
-    for (auto& r : rails) {
-      for (int i = 0; i < std::min(depth, iters); ++i) post_recv(r, bytes);
-      if (!ex.barrier(ctx.deadline)) throw DeadlineExceeded("the peer did not reach the start barrier");
-      const auto t0 = Clock::now();
-      for (int i = 0; i < iters; ++i) {
-        if (me == 0) {
-          post(r, RdmaOp::SendLatency, bytes);
-          for (int got = 0; got < 2;) {  // our send's completion and the answer
-            ibv_wc wc = poll_one(r, ctx.deadline);
-            if (wc.opcode == IBV_WC_RECV) post_recv(r, bytes);
-            ++got;
-          }
-        } else {
-          ibv_wc wc = poll_one(r, ctx.deadline);
-          while (wc.opcode != IBV_WC_RECV) wc = poll_one(r, ctx.deadline);
-          post_recv(r, bytes);
-          post(r, RdmaOp::SendLatency, bytes);
-          while (poll_one(r, ctx.deadline).opcode != IBV_WC_SEND) {
-          }
+// Ping-pong rail by rail: group rank 0 sends, rank 1 answers; each rail's done_s is the whole
+// exchange (half a round trip per iteration is reported).
+void run_latency(std::vector<RailRun>& rails, mpi_deadline::Exchanger& ex, int me, const PairParams& p,
+                 Clock::time_point deadline) {
+  const std::size_t bytes = p.bytes;
+  for (auto& r : rails) {
+    for (int i = 0; i < std::min(p.depth, p.iters); ++i) post_recv(r, bytes);
+    if (!ex.barrier(deadline)) throw DeadlineExceeded("the peer did not reach the start barrier");
+    const auto t0 = Clock::now();
+    for (int i = 0; i < p.iters; ++i) {
+      if (me == 0) {
+        post(r, RdmaOp::SendLatency, bytes);
+        for (int got = 0; got < 2;) {  // our send's completion and the answer
+          ibv_wc wc = poll_one(r, deadline);
+          if (wc.opcode == IBV_WC_RECV) post_recv(r, bytes);
+          ++got;
+        }
+      } else {
+        ibv_wc wc = poll_one(r, deadline);
+        while (wc.opcode != IBV_WC_RECV) wc = poll_one(r, deadline);
+        post_recv(r, bytes);
+        post(r, RdmaOp::SendLatency, bytes);
+        while (poll_one(r, deadline).opcode != IBV_WC_SEND) {
         }
       }
-      r.done_s = std::chrono::duration<double>(Clock::now() - t0).count();
     }
-  } else {
-    if (!ex.barrier(ctx.deadline)) throw DeadlineExceeded("the peer did not reach the start barrier");
-    if (me == 0) run_bandwidth(rails, op(), bytes, iters, depth, ctx.deadline);
+    r.done_s = std::chrono::duration<double>(Clock::now() - t0).count();
   }
-  // The target must keep its queue pairs until the initiator is done.
-  if (!ex.barrier(ctx.deadline)) throw DeadlineExceeded("the peer did not reach the end barrier");
-  if (me != 0) return;
+}
 
+// Group rank 0's results: one per rail, and for bandwidth the pair's total.
+void report_rails(const Context& ctx, ResultSink& sink, const std::vector<RailRun>& rails,
+                  const PairPlan& pp, const PairParams& p) {
+  const bool latency = p.latency;
+  const std::size_t bytes = p.bytes;
+  const int iters = p.iters;
+  const std::string& memory = p.memory;
+  const int me = ctx.group_rank;
+  auto link_id = [&](const Rail& r) {
+    const std::string a = ctx.node.host + "/" + r.local.id(), b = pp.peer_host + "/" + r.peer.id();
+    return me == 0 ? a + "<->" + b : b + "<->" + a;
+  };
   double total_bytes = 0, slowest = 0, line_total = 0;
   for (const auto& r : rails) {
     Result res;
     res.entity = {"link", link_id(r.rail)};
     res.size_bytes = static_cast<std::int64_t>(bytes);
-    res.extra = {{"memory", memory}, {"iters", iters}, {"depth", depth},
+    res.extra = {{"memory", memory}, {"iters", iters}, {"depth", p.depth},
                  {"local_port", r.rail.local.id()}, {"peer_port", r.rail.peer.id()},
                  {"line_rate_gbps", r.rail.line_rate_gbps()}, {"link_layer", r.rail.local.link_layer},
                  {"rail", r.rail.index}};
@@ -400,9 +428,34 @@ void PairTest::run(Context& ctx, ResultSink& sink) {
     all.value = slowest > 0 ? total_bytes * 8 / 1e9 / slowest : 0;
     all.size_bytes = static_cast<std::int64_t>(bytes);
     all.extra = {{"rails", rails.size()}, {"line_rate_gbps", line_total}, {"memory", memory},
-                 {"peer_host", peer_host}};
+                 {"peer_host", pp.peer_host}};
     sink.emit(std::move(all));
   }
+}
+
+}  // namespace
+
+void PairTest::run(Context& ctx, ResultSink& sink) {
+  if (ctx.group_size != 2) throw std::invalid_argument(key() + " is a pair test: it needs groups of two");
+  const PairParams p = parse_params(ctx, op() == RdmaOp::SendLatency);
+  const int me = ctx.group_rank, peer = 1 - me;
+  mpi_deadline::Exchanger ex(ctx.comm);
+
+  const PairPlan pp = exchange_ports(ctx, ex, peer);
+  if (me == 0) report_unpaired(ctx, sink, pp);
+  if (pp.plan.rails.empty()) throw std::runtime_error("no rail: the pair shares no active port of the same link layer");
+  std::vector<RailRun> rails = connect_rails(ctx, ex, peer, pp.plan, p);
+
+  if (p.latency) {
+    run_latency(rails, ex, me, p, ctx.deadline);
+  } else {
+    if (!ex.barrier(ctx.deadline)) throw DeadlineExceeded("the peer did not reach the start barrier");
+    if (me == 0) run_bandwidth(rails, op(), p.bytes, p.iters, p.depth, ctx.deadline);
+  }
+  // The target must keep its queue pairs until the initiator is done.
+  if (!ex.barrier(ctx.deadline)) throw DeadlineExceeded("the peer did not reach the end barrier");
+  if (me != 0) return;
+  report_rails(ctx, sink, rails, pp, p);
 }
 
 #endif  // KILN_HAVE_IBVERBS
