@@ -117,7 +117,10 @@ std::vector<CheckSpec> build() {
                 p("expected_driver", P::String, "", none, none, "driver version the node must run"),
                 p("max_ecc_uncorrected_aggregate", P::Int, -1, -1, 1e12, "lifetime uncorrectable ECC allowed"),
                 p("min_pcie_gen_max", P::Int, 0, 0, 7, "lowest PCIe generation the GPU link may be capable of"),
-                p("expect_mig", P::Bool, nullptr, none, none, "MIG mode the GPUs must be in")},
+                p("expect_mig", P::Bool, nullptr, none, none, "MIG mode the GPUs must be in"),
+                p("require_ecc", P::Bool, true, none, none, "a GPU with ECC off is a finding"),
+                p("require_persistence", P::Bool, false, none, none, "a GPU with persistence mode off is a finding"),
+                p("min_power_limit_w", P::Number, 0.0, 0, 5000, "lowest allowed enforced power limit (0: default)")},
                std::nullopt});
   c.push_back({"gpu.burn", "Verified cuBLAS tensor-core GEMM burn on every GPU at once, with 1 Hz telemetry",
                Scope::PerNode, 900,

@@ -118,3 +118,31 @@ TEST_CASE("parameters are validated against the declaration", "[catalog]") {
   }
   CHECK_FALSE(find_check("rdma.send_lat")->figure->higher_is_better);
 }
+
+TEST_CASE("every parameter a check reads is declared by a check of its family", "[catalog]") {
+  // ctx.param("x", ...), ctx.param<T>("x", ...), params.find("x"), params.contains("x"),
+  // p.value("x", ...) and bytes_param(p, "x", ...) in worker/checks/<prefix>/: each x must be a parameter that some check
+  // with that prefix declares, so that --params can set it and kiln validates it.
+  const std::regex read_re(R"re((?:ctx\.param(?:<[^>]*>)?\(|params\.find\(|params\.contains\(|[^_]p\.value\(|bytes_param\(p, )\s*"([a-z_]+)")re");
+  std::size_t seen = 0;
+  std::set<std::string> undeclared;
+  for (const auto& dir : fs::directory_iterator(kSrc / "worker/checks")) {
+    const auto prefix = dir.path().filename().string();
+    std::set<std::string> declared{"deadline_s"};
+    for (const auto& c : check_catalog())
+      if (c.key.rfind(prefix + ".", 0) == 0)
+        for (const auto& ps : c.params) declared.insert(ps.name);
+    for (const auto& f : fs::recursive_directory_iterator(dir.path())) {
+      if (!f.is_regular_file()) continue;
+      const auto text = slurp(f.path());
+      for (std::sregex_iterator it(text.begin(), text.end(), read_re), end; it != end; ++it) {
+        const auto name = (*it)[1].str();
+        ++seen;
+        if (!declared.count(name)) undeclared.insert(prefix + ": " + name);
+      }
+    }
+  }
+  CHECK(seen > 20);
+  for (const auto& u : undeclared) WARN(u);
+  CHECK(undeclared.empty());
+}

@@ -21,10 +21,6 @@ constexpr const char* kKey = "gpu.burn";
 class GpuBurn final : public GpuCheck {
  public:
   std::string key() const override { return kKey; }
-  std::string description() const override {
-    return "Verified cuBLAS tensor-core GEMM burn on every GPU at once, with 1 Hz telemetry";
-  }
-  double default_deadline_s() const override { return 900.0; }
 
  protected:
   bool has_drills() const override { return true; }
@@ -286,7 +282,7 @@ struct Verdicts {
     if (st.timed_out) {
       r.status = Status::Timeout;
       r.reason = "GPU did not finish its GEMMs before the deadline";
-      r.extra["finding"] = "gpu.hang";
+      r.problems.push_back({Code::GpuHang, r.reason});
     } else {
       report_failure(r, {st.error, st.hardware_error});
     }
@@ -307,8 +303,7 @@ struct Verdicts {
                       {"golden_checksum", st.golden_checksum},
                       {"host_check", {{"samples", st.host_checked}, {"bad", st.host_bad},
                                       {"max_rel_err", st.host_max_rel_err}}},
-                      {"agrees_with_peers", !fig.disagrees[i]}, {"xids", xid_list},
-                      {"finding", "gpu.sdc"}});
+                      {"agrees_with_peers", !fig.disagrees[i]}, {"xids", xid_list}});
     if (st.first_bad_gemm >= 0)
       err.extra.update({{"first_bad_gemm", st.first_bad_gemm}, {"first_bad_element", st.first_bad_element}});
     std::string why;
@@ -320,9 +315,11 @@ struct Verdicts {
       why += (why.empty() ? "" : "; ") + std::to_string(st.host_bad) + " of " +
              std::to_string(st.host_checked) + " sampled outputs differ from the float64 reference";
     if (fig.disagrees[i]) why += (why.empty() ? "" : "; ") + std::string("result differs from the other GPUs'");
+    if (!why.empty()) err.problems.push_back({Code::GpuSdc, why});
     if (!xid_list.empty()) {
-      why += (why.empty() ? "" : "; ") + std::to_string(xid_list.size()) + " XID error(s) during the burn";
-      err.extra["finding"] = "gpu.xid";
+      const std::string xids = std::to_string(xid_list.size()) + " XID error(s) during the burn";
+      err.problems.push_back({Code::GpuXid, xids});
+      why += (why.empty() ? "" : "; ") + xids;
     }
     if (!why.empty()) {
       err.status = Status::Fail;
@@ -341,8 +338,7 @@ struct Verdicts {
     tf.extra.update({{"duration_s", to_seconds(Clock::now() - t0)}, {"min_tflops", min_tflops},
                      {"per_second", {{"n", t.tflops.size()}, {"median", median(t.tflops)},
                                      {"min", t.tflops.empty() ? 0.0 : *std::min_element(t.tflops.begin(), t.tflops.end())},
-                                     {"max", t.tflops.empty() ? 0.0 : *std::max_element(t.tflops.begin(), t.tflops.end())}}},
-                     {"finding", "gpu.slow"}});
+                                     {"max", t.tflops.empty() ? 0.0 : *std::max_element(t.tflops.begin(), t.tflops.end())}}}});
     std::string slow;
     if (static_cast<std::size_t>(pos) < fig.rated.size() && fig.rated.size() > 1) {
       const auto& pv = fig.peers[pos];
@@ -360,6 +356,7 @@ struct Verdicts {
     if (!slow.empty()) {
       tf.status = Status::Fail;
       tf.reason = slow;
+      tf.problems.push_back({Code::GpuSlow, slow});
     }
     sink.emit(std::move(tf));
   }
@@ -376,8 +373,7 @@ struct Verdicts {
                      {"temperature_c", {{"median", median(t.temp_c)},
                                         {"max", t.temp_c.empty() ? 0.0 : *std::max_element(t.temp_c.begin(), t.temp_c.end())}}},
                      {"sm_clock_mhz", {{"median", median(t.sm_mhz)},
-                                       {"min", t.sm_mhz.empty() ? 0.0 : *std::min_element(t.sm_mhz.begin(), t.sm_mhz.end())}}},
-                     {"finding", "gpu.throttle"}});
+                                       {"min", t.sm_mhz.empty() ? 0.0 : *std::min_element(t.sm_mhz.begin(), t.sm_mhz.end())}}}});
     std::string hot;
     if (frac > lim.max_abnormal_frac)
       hot = "clocks held down by thermal/hardware slowdown in " + std::to_string(t.abnormal) + " of " +
@@ -389,6 +385,7 @@ struct Verdicts {
     if (!hot.empty()) {
       th.status = Status::Fail;
       th.reason = hot;
+      th.problems.push_back({Code::GpuThrottle, hot});
     }
     sink.emit(std::move(th));
   }

@@ -9,7 +9,7 @@ Entity gpu_entity(const std::string& host, int index) {
 Entity node_entity(const std::string& host) { return {"node", host}; }
 
 Entity link_entity(const std::string& host, int src, int dst) {
-  return {"link", host + "/gpu" + std::to_string(src) + "->" + host + "/gpu" + std::to_string(dst)};
+  return {"nvlink", host + "/gpu" + std::to_string(src) + "->" + host + "/gpu" + std::to_string(dst)};
 }
 
 Result make_result(const std::string& test, Entity entity, std::string metric, double value,

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "common/findings.hpp"
 #include "common/types.hpp"
 #include "worker/check.hpp"
 #include "worker/checks/gpu/verdict.hpp"

@@ -20,10 +20,6 @@ constexpr const char* kKey = "gpu.copy_bw";
 class GpuCopyBw final : public GpuCheck {
  public:
   std::string key() const override { return kKey; }
-  std::string description() const override {
-    return "Copy-engine bandwidth: H2D/D2H pinned, D2D, and the GPU peer matrix";
-  }
-  double default_deadline_s() const override { return 180.0; }
 
  protected:
 #if KILN_HAVE_CUDA
@@ -148,18 +144,19 @@ void report_gpus(const Context& ctx, ResultSink& sink, const NodeGpus& node,
       sink.emit(std::move(r));
       continue;
     }
-    auto emit = [&](const char* metric, double v, const std::string& why, const char* finding) {
+    auto emit = [&](const char* metric, double v, const std::string& why, Code code) {
       Result r = make_result(kKey, ent, metric, v, "GB/s", why.empty() ? Status::Pass : Status::Fail,
                              why.empty() ? "" : std::string(metric) + " " + why);
       r.size_bytes = static_cast<std::int64_t>(bytes);
-      r.extra = {{"finding", finding}, {"iters", t.iters}, {"cuda_ordinal", node.list[i].ordinal}};
+      if (!why.empty()) r.problems.push_back({code, r.reason});
+      r.extra = {{"iters", t.iters}, {"cuda_ordinal", node.list[i].ordinal}};
       sink.emit(std::move(r));
     };
-    emit("h2d", per[i].h2d, why_h2d[i], "gpu.pcie_slow");
-    emit("d2h", per[i].d2h, why_d2h[i], "gpu.pcie_slow");
+    emit("h2d", per[i].h2d, why_h2d[i], Code::GpuPcieSlow);
+    emit("d2h", per[i].d2h, why_d2h[i], Code::GpuPcieSlow);
     std::string w = why_d2d[i];
     if (per[i].corrupt) w += (w.empty() ? "" : "; ") + std::to_string(per[i].corrupt) + " words corrupted by the copy";
-    emit("d2d", per[i].d2d, w, per[i].corrupt ? "gpu.memory" : "gpu.memory_bw");
+    emit("d2d", per[i].d2d, w, per[i].corrupt ? Code::GpuMemory : Code::GpuMemoryBw);
   }
 }
 
@@ -220,7 +217,9 @@ void report_peers(const Context& ctx, ResultSink& sink, const NodeGpus& node, co
     Result r = make_result(kKey, link_entity(host, gpus[i].index, gpus[j].index), "peer_bw", cells[k], "GB/s",
                            w.empty() ? Status::Pass : Status::Fail, w.empty() ? "" : "peer copy " + w);
     r.size_bytes = static_cast<std::int64_t>(bytes);
-    r.extra = {{"p2p", m.p2p[i][j]}, {"finding", "link.slow"}};
+    // Inside one node: NVLink/NVSwitch (or PCIe peer) advice, not a cable between two nodes.
+    if (!w.empty()) r.problems.push_back({m.cell_corrupt[k] ? Code::GpuMemory : Code::NvlinkSlow, r.reason});
+    r.extra = {{"p2p", m.p2p[i][j]}};
     any_bad |= !w.empty();
     sink.emit(std::move(r));
   }

@@ -6,7 +6,7 @@ void report_failure(Result& r, const GpuFailure& f) {
   r.value = 0;
   r.status = f.hardware ? Status::Fail : Status::Error;
   r.reason = f.error;
-  r.extra["finding"] = f.hardware ? "gpu.lost" : "gpu.cuda";
+  r.problems.push_back({f.hardware ? Code::GpuLost : Code::GpuCuda, f.error});
 }
 
 std::string GpuCheck::skip_metric() const {

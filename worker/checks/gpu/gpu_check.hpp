@@ -70,7 +70,6 @@ GpuFailure on_gpu_thread(F&& work) {
 
 class GpuCheck : public Check {
  public:
-  Scope scope() const override { return Scope::PerNode; }
   std::optional<std::string> applicable(const NodeInfo& node) const override {
     return cuda_skip_reason(node);
   }

@@ -23,13 +23,11 @@ std::string lower(std::string s) {
 
 // Collects one GPU's problems; each carries a findings-catalog code (docs/gpu-tests.md).
 struct Problems {
-  json list = json::array();
-  void add(const std::string& code, const std::string& what) {
-    list.push_back({{"code", code}, {"what", what}});
-  }
+  std::vector<Problem> list;
+  void add(Code code, const std::string& what) { list.push_back({code, what}); }
   std::string reason() const {
     std::string r;
-    for (const auto& p : list) r += (r.empty() ? "" : "; ") + p["what"].get<std::string>();
+    for (const auto& p : list) r += (r.empty() ? "" : "; ") + p.what;
     return r;
   }
 };
@@ -39,7 +37,7 @@ bool read_identity(const nvml::Lib& lib, nvml::Device d, const Context& ctx, jso
   std::string s;
   int rc = lib.name(d, &s);
   if (rc == nvml::kErrGpuIsLost) {
-    p.add("gpu.lost", "GPU has fallen off the bus (NVML: " + lib.error(rc) + ")");
+    p.add(Code::GpuLost, "GPU has fallen off the bus (NVML: " + lib.error(rc) + ")");
     return false;
   }
   f["name"] = s;
@@ -48,7 +46,7 @@ bool read_identity(const nvml::Lib& lib, nvml::Device d, const Context& ctx, jso
   if (lib.bus_id(d, &s) == nvml::kSuccess) f["pci_bus_id"] = s;
   const auto model = ctx.param<std::string>("expected_model", "");
   if (!model.empty() && lower(f["name"].get<std::string>()).find(lower(model)) == std::string::npos)
-    p.add("gpu.model", "model '" + f["name"].get<std::string>() + "', spec expects '" + model + "'");
+    p.add(Code::GpuModel, "model '" + f["name"].get<std::string>() + "', spec expects '" + model + "'");
   return true;
 }
 
@@ -58,7 +56,7 @@ void read_memory_health(const nvml::Lib& lib, nvml::Device d, const Context& ctx
   if (lib.ecc_mode(d, &cur, &pend) == nvml::kSuccess) {
     f["ecc_enabled"] = cur;
     f["ecc_enabled_after_reset"] = pend;
-    if (!cur && ctx.param("require_ecc", true)) p.add("gpu.ecc_disabled", "ECC is disabled");
+    if (!cur && ctx.param("require_ecc", true)) p.add(Code::GpuEccDisabled, "ECC is disabled");
   }
   std::uint64_t v = 0;
   const char* names[2][2] = {{"ecc_corrected_volatile", "ecc_corrected_aggregate"},
@@ -67,11 +65,11 @@ void read_memory_health(const nvml::Lib& lib, nvml::Device d, const Context& ctx
     for (int counter = 0; counter < 2; ++counter)
       if (lib.ecc_count(d, type, counter, &v) == nvml::kSuccess) f[names[type][counter]] = v;
   if (f.value("ecc_uncorrected_volatile", 0ULL) > 0)
-    p.add("gpu.ecc_uncorrectable", std::to_string(f["ecc_uncorrected_volatile"].get<std::uint64_t>()) +
+    p.add(Code::GpuEccUncorrectable, std::to_string(f["ecc_uncorrected_volatile"].get<std::uint64_t>()) +
                                        " uncorrectable ECC errors since the driver loaded");
   const auto max_agg = ctx.param<long long>("max_ecc_uncorrected_aggregate", -1);
   if (max_agg >= 0 && f.value("ecc_uncorrected_aggregate", 0LL) > max_agg)
-    p.add("gpu.ecc_uncorrectable", "lifetime uncorrectable ECC errors above the spec");
+    p.add(Code::GpuEccUncorrectable, "lifetime uncorrectable ECC errors above the spec");
 
   unsigned pages = 0;
   bool pending = false;
@@ -79,15 +77,15 @@ void read_memory_health(const nvml::Lib& lib, nvml::Device d, const Context& ctx
   if (lib.retired_pages(d, 1, &pages) == nvml::kSuccess) f["retired_pages_dbe"] = pages;
   if (lib.retired_pages_pending(d, &pending) == nvml::kSuccess) {
     f["retired_pages_pending"] = pending;
-    if (pending) p.add("gpu.reset_required", "page retirement pending: reset the GPU");
+    if (pending) p.add(Code::GpuResetRequired, "page retirement pending: reset the GPU");
   }
   unsigned corr = 0, unc = 0;
   bool failed = false;
   if (lib.remapped_rows(d, &corr, &unc, &pending, &failed) == nvml::kSuccess) {
     f["remapped_rows"] = {{"correctable", corr}, {"uncorrectable", unc},
                           {"pending", pending}, {"failure", failed}};
-    if (failed) p.add("gpu.row_remap_failure", "row remapping failed: the GPU needs service");
-    else if (pending) p.add("gpu.reset_required", "row remap pending: reset the GPU");
+    if (failed) p.add(Code::GpuRowRemapFailure, "row remapping failed: the GPU needs service");
+    else if (pending) p.add(Code::GpuResetRequired, "row remap pending: reset the GPU");
   }
 }
 
@@ -99,11 +97,11 @@ void read_pcie(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f
     f["pcie_width"] = {{"current", wc}, {"max", wm}};
     // Link generation drops at idle to save power; the width never should.
     if (wc > 0 && wm > 0 && wc < wm)
-      p.add("gpu.pcie_degraded", "PCIe link x" + std::to_string(wc) + " of x" + std::to_string(wm));
+      p.add(Code::GpuPcieDegraded, "PCIe link x" + std::to_string(wc) + " of x" + std::to_string(wm));
   }
   const auto min_gen = ctx.param<unsigned>("min_pcie_gen_max", 0);
   if (min_gen > 0 && gm > 0 && gm < min_gen)
-    p.add("gpu.pcie_degraded", "PCIe link trains at gen" + std::to_string(gm));
+    p.add(Code::GpuPcieDegraded, "PCIe link trains at gen" + std::to_string(gm));
 }
 
 // Clocks, power limit and draw, temperature and throttle reasons.
@@ -117,7 +115,7 @@ void read_power(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& 
     f["power_default_limit_w"] = def;
     const double min_w = ctx.param("min_power_limit_w", 0.0);
     if (min_w > 0 && enforced < min_w)
-      p.add("gpu.power_limit", "power limit " + std::to_string(static_cast<int>(enforced)) +
+      p.add(Code::GpuPowerLimit, "power limit " + std::to_string(static_cast<int>(enforced)) +
                                    " W is below the spec's " + std::to_string(static_cast<int>(min_w)) + " W");
   }
   if (lib.power_w(d, &watts) == nvml::kSuccess) f["power_w"] = watts;
@@ -127,7 +125,7 @@ void read_power(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& 
   if (lib.throttle_reasons(d, &reasons) == nvml::kSuccess) {
     f["throttle_reasons"] = throttle::names(reasons);
     if (throttle::abnormal(reasons))
-      p.add("gpu.throttle", "clocks held down at idle by " + f["throttle_reasons"].dump());
+      p.add(Code::GpuThrottle, "clocks held down at idle by " + f["throttle_reasons"].dump());
   }
 }
 
@@ -137,13 +135,13 @@ void read_modes(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& 
   if (lib.persistence(d, &on) == nvml::kSuccess) {
     f["persistence_mode"] = on;
     if (!on && ctx.param("require_persistence", false))
-      p.add("gpu.persistence", "persistence mode is off");
+      p.add(Code::GpuPersistence, "persistence mode is off");
   }
   bool cur = false, pend = false;
   if (lib.mig_mode(d, &cur, &pend) == nvml::kSuccess) {
     f["mig_mode"] = {{"current", cur}, {"pending", pend}};
     if (auto it = ctx.params.find("expect_mig"); it != ctx.params.end() && it->get<bool>() != cur)
-      p.add("gpu.mig_mode", std::string("MIG mode is ") + (cur ? "on" : "off") + ", spec expects " +
+      p.add(Code::GpuMigMode, std::string("MIG mode is ") + (cur ? "on" : "off") + ", spec expects " +
                                 (cur ? "off" : "on"));
   }
   std::uint64_t total = 0, used = 0;
@@ -170,7 +168,7 @@ Result gpu_count(const Context& ctx, const std::string& host, int cuda_count, in
   const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
   Result count = make_result(kKey, node_entity(host), "gpu_count", cuda_count, "");
   count.extra = {{"cuda_visible", cuda_count}, {"nvml_count", nvml_count},
-                 {"expected", expected}, {"finding", "gpu.count"}};
+                 {"expected", expected}};
   if (cvd) count.extra["CUDA_VISIBLE_DEVICES"] = cvd;
   if (expected >= 0 && (cuda_count != expected || (nvml_count >= 0 && nvml_count != expected))) {
     count.status = Status::Fail;
@@ -179,15 +177,19 @@ Result gpu_count(const Context& ctx, const std::string& host, int cuda_count, in
     if (nvml_count >= 0) r << " (NVML sees " << nvml_count << ")";
     if (cvd) r << "; CUDA_VISIBLE_DEVICES=" << cvd;
     count.reason = r.str();
+    count.problems.push_back({Code::GpuCount, count.reason});
   }
   return count;
 }
 
 // The driver against the spec, or an ERROR when NVML is missing.
 Result driver(const Context& ctx, const NodeGpus& node) {
-  if (!node.lib)
-    return make_result(kKey, node_entity(node.host), "nvml", 0, "", Status::Error,
-                       node.nvml_why + ": health counters unavailable");
+  if (!node.lib) {
+    Result r = make_result(kKey, node_entity(node.host), "nvml", 0, "", Status::Error,
+                           node.nvml_why + ": health counters unavailable");
+    r.problems.push_back({Code::GpuNvml, r.reason});
+    return r;
+  }
   const nvml::Lib& lib = *node.lib;
   Result drv = make_result(kKey, node_entity(node.host), "driver", lib.cuda_driver_version() / 1000.0, "");
   drv.extra = {{"driver_version", lib.driver_version()},
@@ -196,7 +198,7 @@ Result driver(const Context& ctx, const NodeGpus& node) {
   if (!want.empty() && lib.driver_version().rfind(want, 0) != 0) {
     drv.status = Status::Fail;
     drv.reason = "driver " + lib.driver_version() + ", spec expects " + want;
-    drv.extra["finding"] = "gpu.driver";
+    drv.problems.push_back({Code::GpuDriver, drv.reason});
   }
   return drv;
 }
@@ -209,7 +211,7 @@ Result gpu_health(const Context& ctx, const nvml::Lib& lib, int i, const std::st
   Problems p;
   nvml::Device d = lib.handle(static_cast<unsigned>(i), &rc);
   if (!d) {
-    p.add(rc == nvml::kErrGpuIsLost ? "gpu.lost" : "gpu.nvml",
+    p.add(rc == nvml::kErrGpuIsLost ? Code::GpuLost : Code::GpuNvml,
           "NVML cannot open the GPU: " + lib.error(rc));
   } else {
     read_gpu(lib, d, ctx, f, p);
@@ -220,12 +222,12 @@ Result gpu_health(const Context& ctx, const nvml::Lib& lib, int i, const std::st
   f["xid_events"] = seen;
   if (!xid_note.is_null()) f["xid_watch"] = xid_note;
   if (!seen.empty())
-    p.add("gpu.xid", std::to_string(seen.size()) + " XID error(s) during the campaign, last XID " +
+    p.add(Code::GpuXid, std::to_string(seen.size()) + " XID error(s) during the campaign, last XID " +
                          std::to_string(seen.back()["xid"].get<std::uint64_t>()));
   Result r = make_result(kKey, gpu_entity(host, i), "health",
                          static_cast<double>(p.list.size()), "problems",
                          p.list.empty() ? Status::Pass : Status::Fail, p.reason());
-  f["problems"] = p.list;
+  r.problems = std::move(p.list);
   r.extra = std::move(f);
   return r;
 }
@@ -252,11 +254,6 @@ Result cuda_probe(const std::string& host, const GpuInfo& g) {
 class GpuHealth final : public GpuCheck {
  public:
   std::string key() const override { return kKey; }
-  std::string description() const override {
-    return "GPU inventory and NVML health: count/model vs spec, ECC, row remap, PCIe, clocks, "
-           "power, throttle, persistence/MIG, XID events";
-  }
-  double default_deadline_s() const override { return 60.0; }
 
   std::optional<std::string> applicable(const NodeInfo& node) const override {
     std::string why;

@@ -21,10 +21,6 @@ constexpr const char* kKey = "gpu.memtest";
 class GpuMemtest final : public GpuCheck {
  public:
   std::string key() const override { return kKey; }
-  std::string description() const override {
-    return "Pattern memory test over most of each GPU's free memory, with achieved bandwidth";
-  }
-  double default_deadline_s() const override { return 300.0; }
 
  protected:
   bool has_drills() const override { return true; }
@@ -206,7 +202,7 @@ struct Verdicts {
     Result err = make_result(kKey, ent, "errors", static_cast<double>(rep.errors), "words");
     err.size_bytes = static_cast<std::int64_t>(rep.bytes);
     err.extra = {{"bytes_tested", rep.bytes}, {"total_bytes", g.total_mem},
-                 {"passes", rep.passes.size()}, {"first_failures", rep.first}, {"finding", "gpu.memory"}};
+                 {"passes", rep.passes.size()}, {"first_failures", rep.first}};
     if (node.lib && g.nvml) {
       std::uint64_t after = 0;
       if (node.lib->ecc_count(g.nvml, 0, 0, &after) == nvml::kSuccess)
@@ -216,6 +212,7 @@ struct Verdicts {
       err.status = Status::Fail;
       err.reason = std::to_string(rep.errors) + " word(s) read back wrong, first at offset " +
                    rep.first[0]["offset"].get<std::string>() + " (" + rep.first[0]["pattern"].get<std::string>() + ")";
+      err.problems.push_back({Code::GpuMemory, err.reason});
     }
     sink.emit(std::move(err));
   }
@@ -224,7 +221,6 @@ struct Verdicts {
     const auto pos = static_cast<std::size_t>(std::find(ok.begin(), ok.end(), i) - ok.begin());
     Result rd = make_result(kKey, ent, "read_bw", reads[pos], "GB/s");
     rd.size_bytes = static_cast<std::int64_t>(rep.bytes);
-    rd.extra = {{"finding", "gpu.memory_bw"}};
     std::string why;
     if (peers[pos].outlier)
       why = std::to_string(static_cast<int>(std::lround(peers[pos].deficit * 100))) + "% below its peers";
@@ -233,6 +229,7 @@ struct Verdicts {
     if (!why.empty()) {
       rd.status = Status::Fail;
       rd.reason = "memory read bandwidth " + why;
+      rd.problems.push_back({Code::GpuMemoryBw, rd.reason});
     }
     sink.emit(std::move(rd));
   }
