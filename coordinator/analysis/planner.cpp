@@ -15,18 +15,19 @@ std::pair<std::vector<int>, std::vector<int>> halves(const std::vector<int>& v) 
 }
 
 Planner::Impl::Impl(int n_, PlannerConfig c, std::vector<Switch> topo, std::vector<std::string> nm)
-    : n(n_), cfg(std::move(c)), topology(std::move(topo)), names(std::move(nm)), rng(cfg.seed),
-      history(cfg.outliers.size_invariant), nodes(static_cast<std::size_t>(n_)) {
+    : Setup{n_, std::move(c), std::move(topo), std::move(nm)},
+      Evidence(n_, cfg.outliers.size_invariant),
+      rng(cfg.seed) {
   if (n < 0) throw std::invalid_argument("planner: negative node count");
   if (!names.empty() && static_cast<int>(names.size()) != n)
     throw std::invalid_argument("planner: names must have one entry per node");
   cfg.votes = std::max(1, cfg.votes);
   cfg.screen_group_size = std::max(2, cfg.screen_group_size);
   const int log2n = n > 1 ? static_cast<int>(std::ceil(std::log2(static_cast<double>(n)))) : 1;
-  max_rounds = cfg.max_rounds > 0 ? cfg.max_rounds : 4 * log2n + 24;
+  book.max_rounds = cfg.max_rounds > 0 ? cfg.max_rounds : 4 * log2n + 24;
   if (cfg.mode == Mode::Full) {
     // The circle method needs N N-1 rounds, not O(log N): allow them plus retests.
-    max_rounds = std::max<std::int64_t>(max_rounds, n + 4 * cfg.votes + 8);
+    book.max_rounds = std::max<std::int64_t>(book.max_rounds, n + 4 * cfg.votes + 8);
   }
 }
 
@@ -41,9 +42,9 @@ std::string Planner::Impl::link_id(int a, int b) const {
 
 // Conclusions reached while planning (after round r was observed) belong to round r's entry.
 void Planner::Impl::note(const std::string& s) {
-  if (story_round) (*story_round)["concluded"].push_back(s);
-  else if (!story.empty()) story.back()["concluded"].push_back(s);
-  else early_notes.push_back(s);
+  if (story.current) (*story.current)["concluded"].push_back(s);
+  else if (!story.rounds.empty()) story.rounds.back()["concluded"].push_back(s);
+  else story.early_notes.push_back(s);
 }
 
 void Planner::Impl::record_fast(const std::vector<int>& members, std::int64_t round, double) {
@@ -81,7 +82,7 @@ void Planner::Impl::mark_lost(int u, std::int64_t round) {
   d.lost = true;
   d.lost_round = round;
   note(name(u) + " stopped reporting: lost, excluded from later rounds");
-  if (story_round) (*story_round)["lost"].push_back(name(u));
+  if (story.current) (*story.current)["lost"].push_back(name(u));
 }
 
 // A node is bad when it was slow with enough distinct partners that are fine elsewhere, and with
@@ -134,15 +135,15 @@ Planner::~Planner() = default;
 Planner::Planner(Planner&&) noexcept = default;
 Planner& Planner::operator=(Planner&&) noexcept = default;
 
-std::int64_t Planner::rounds() const { return impl_->observed_rounds; }
-std::int64_t Planner::tests() const { return impl_->tests_observed; }
-bool Planner::done() const { return impl_->finished; }
+std::int64_t Planner::rounds() const { return impl_->book.observed; }
+std::int64_t Planner::tests() const { return impl_->book.tests; }
+bool Planner::done() const { return impl_->book.finished; }
 std::string Planner::node_name(int u) const { return impl_->name(u); }
 std::vector<kiln::Finding> Planner::findings() const { return impl_->make_findings(); }
 
 nlohmann::json Planner::story() const {
-  nlohmann::json j = {{"rounds", impl_->story}, {"finished", impl_->finished}};
-  if (!impl_->finish_note.empty()) j["note"] = impl_->finish_note;
+  nlohmann::json j = {{"rounds", impl_->story.rounds}, {"finished", impl_->book.finished}};
+  if (!impl_->book.finish_note.empty()) j["note"] = impl_->book.finish_note;
   return j;
 }
 
@@ -178,11 +179,11 @@ std::vector<std::pair<int, int>> circle_pairs(const std::vector<int>& order, int
 
 std::optional<RoundPlan> Planner::next() {
   auto& s = *impl_;
-  if (s.finished) return std::nullopt;
-  if (!s.pending.empty()) throw std::logic_error("planner: observe() the previous round first");
-  if (s.observed_rounds >= s.max_rounds) {
-    s.finished = true;
-    s.finish_note = "stopped after max_rounds=" + std::to_string(s.max_rounds) +
+  if (s.book.finished) return std::nullopt;
+  if (!s.book.pending.empty()) throw std::logic_error("planner: observe() the previous round first");
+  if (s.book.observed >= s.book.max_rounds) {
+    s.book.finished = true;
+    s.book.finish_note = "stopped after max_rounds=" + std::to_string(s.book.max_rounds) +
                     "; unresolved suspects are listed in the story";
     return std::nullopt;
   }
@@ -190,27 +191,27 @@ std::optional<RoundPlan> Planner::next() {
   RoundBuilder rb(s.n);
   std::string reason;
 
-  if (s.cfg.mode == Mode::Full && !s.circle_done) {
-    if (s.circle_order.empty()) {
-      for (int u = 0; u < s.n; ++u) s.circle_order.push_back(u);
-      if (s.circle_order.size() % 2 == 1) s.circle_order.push_back(-1);
+  if (s.cfg.mode == Mode::Full && !s.circle.done) {
+    if (s.circle.order.empty()) {
+      for (int u = 0; u < s.n; ++u) s.circle.order.push_back(u);
+      if (s.circle.order.size() % 2 == 1) s.circle.order.push_back(-1);
     }
-    const int total = static_cast<int>(s.circle_order.size()) - 1;
-    while (rb.groups.empty() && s.circle_round < total) {
-      for (auto [a, b] : circle_pairs(s.circle_order, s.circle_round)) {
+    const int total = static_cast<int>(s.circle.order.size()) - 1;
+    while (rb.groups.empty() && s.circle.round < total) {
+      for (auto [a, b] : circle_pairs(s.circle.order, s.circle.round)) {
         if (a < 0 || b < 0 || !s.active(a) || !s.active(b)) continue;
         rb.add({a, b}, Tag{Tag::Circle});
       }
-      ++s.circle_round;
-      reason = "full coverage: circle-method round " + std::to_string(s.circle_round) + " of " +
+      ++s.circle.round;
+      reason = "full coverage: circle-method round " + std::to_string(s.circle.round) + " of " +
                std::to_string(total) + ", every pair exactly once";
     }
-    if (s.circle_round >= total) s.circle_done = true;
-    if (s.circle_done) {
-      s.certified = true;  // every pair was tested directly
+    if (s.circle.round >= total) s.circle.done = true;
+    if (s.circle.done) {
+      s.cert.certified = true;  // every pair was tested directly
       s.count_link_votes();
     }
-  } else if (!s.screened && s.cfg.mode == Mode::Adaptive) {
+  } else if (!s.screen.done && s.cfg.mode == Mode::Adaptive) {
     std::vector<int> order;
     for (int u = 0; u < s.n; ++u)
       if (s.active(u)) order.push_back(u);
@@ -223,13 +224,13 @@ std::optional<RoundPlan> Planner::next() {
       const int id = s.add_item(Item{0, {Block{g, {}}}, false, "screen"});
       rb.add(g, Tag{Tag::ItemTest, id, 0, 0});
     }
-    s.screened = true;
-    s.screen_round = s.next_round_id;
+    s.screen.done = true;
+    s.screen.round = s.book.next_id;
     reason = "screen: every node in a group of " + std::to_string(k) +
              (order.size() % k == 1 ? " (one node sits out and is paired with a known-good node next)" : "");
   }
 
-  if (rb.groups.empty() && (s.screened || s.cfg.mode == Mode::Full)) {
+  if (rb.groups.empty() && (s.screen.done || s.cfg.mode == Mode::Full)) {
     for (int attempt = 0; attempt < 2 && rb.groups.empty(); ++attempt) {
       // 1. Suspects (and nodes never tested) meet known-good partners they have not met.
       std::vector<int> good_pool;
@@ -289,7 +290,7 @@ std::optional<RoundPlan> Planner::next() {
       {
         for (auto& [key, l] : s.links) {
           if (l.confirmed || l.cleared || !s.good(key.first) || !s.good(key.second)) continue;
-          if (!s.certified && s.has_group_evidence(key.first, key.second)) continue;
+          if (!s.cert.certified && s.has_group_evidence(key.first, key.second)) continue;
           if (l.retests >= s.cfg.max_tests_per_node) continue;
           if (!rb.free({key.first, key.second})) continue;
           ++l.retests;
@@ -303,7 +304,7 @@ std::optional<RoundPlan> Planner::next() {
 
       // 3. Searches in progress: split every slow group of the last round at once.
       int splits = 0, untested = 0;
-      for (auto& [id, it] : s.items) {
+      for (auto& [id, it] : s.search.items) {
         std::vector<Tag> t;
         auto gs = s.item_groups(it, t);
         bool ok = !gs.empty();
@@ -319,7 +320,7 @@ std::optional<RoundPlan> Planner::next() {
 
       // 4. Links: one all-to-all group over every known-good node that is free, so that every link
       //    among them carries traffic at once.
-      if (s.cfg.mode == Mode::Adaptive && !s.search_launched) {
+      if (s.cfg.mode == Mode::Adaptive && !s.search.launched) {
         std::vector<int> v;
         std::set<int> cover;  // one end of every link candidate sits out
         for (auto [a, b] : s.candidate_links())
@@ -333,20 +334,20 @@ std::optional<RoundPlan> Planner::next() {
           reason += (reason.empty() ? "" : "; ") + std::string("all-to-all over ") +
                     std::to_string(v.size()) + " known-good nodes: any bad link among them shows";
         }
-        s.search_launched = true;
+        s.search.launched = true;
       }
 
       // 4b. While searches run, the nodes they discarded sit idle. One group over all of them
       //     finds a second bad link among them now, in parallel, instead of after the first
       //     search and its certification.
-      if (s.cfg.mode == Mode::Adaptive && s.search_launched && !s.items.empty() && !rb.groups.empty()) {
+      if (s.cfg.mode == Mode::Adaptive && s.search.launched && !s.search.items.empty() && !rb.groups.empty()) {
         std::set<int> ends;
         for (auto [a, b] : s.candidate_links()) ends.insert({a, b});
         std::vector<int> idle;
         for (int u = 0; u < s.n; ++u)
           if (s.good(u) && !rb.busy[u] && s.nodes[u].item < 0 && !ends.count(u)) idle.push_back(u);
-        if (idle.size() >= 3 && idle.size() > s.idle_tested) {
-          s.idle_tested = idle.size();
+        if (idle.size() >= 3 && idle.size() > s.search.idle_tested) {
+          s.search.idle_tested = idle.size();
           const int id = s.add_item(Item{0, {Block{idle, {}}}, false, "idle-sweep"});
           rb.add(idle, Tag{Tag::ItemTest, id, 0, 0});
           reason += "; sweep the " + std::to_string(idle.size()) + " idle known-good nodes";
@@ -354,7 +355,7 @@ std::optional<RoundPlan> Planner::next() {
       }
 
       // 5. Certification sweep, when nothing else is in flight.
-      if (rb.groups.empty() && s.cfg.mode == Mode::Adaptive && s.items.empty() &&
+      if (rb.groups.empty() && s.cfg.mode == Mode::Adaptive && s.search.items.empty() &&
           s.nodes_needing_test().empty()) {
         std::vector<std::vector<int>> gs;
         std::vector<Tag> t;
@@ -368,24 +369,24 @@ std::optional<RoundPlan> Planner::next() {
   }
 
   if (rb.groups.empty()) {
-    s.finished = true;
+    s.book.finished = true;
     return std::nullopt;
   }
   RoundPlan plan;
-  plan.id = s.next_round_id++;
+  plan.id = s.book.next_id++;
   const bool all_pairs = std::all_of(rb.groups.begin(), rb.groups.end(),
                                      [](const auto& g) { return g.size() == 2; });
   plan.kind = all_pairs ? "pairs" : "all_to_all";
   plan.groups = std::move(rb.groups);
   plan.reason = reason;
-  s.pending[plan.id] = std::move(rb.tags);
+  s.book.pending[plan.id] = std::move(rb.tags);
   return plan;
 }
 
 void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes) {
   auto& s = *impl_;
-  auto pit = s.pending.find(plan.id);
-  if (pit == s.pending.end()) throw std::invalid_argument("planner: round was not planned or already observed");
+  auto pit = s.book.pending.find(plan.id);
+  if (pit == s.book.pending.end()) throw std::invalid_argument("planner: round was not planned or already observed");
   if (pit->second.size() != plan.groups.size()) throw std::invalid_argument("planner: plan does not match the planned round");
 
   // Match outcomes to planned groups by their members.
@@ -410,16 +411,16 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
     out[i] = &outcomes[it->second];
   }
   const std::vector<Tag> tags = std::move(pit->second);
-  s.pending.erase(pit);
+  s.book.pending.erase(pit);
 
-  s.story.push_back({{"round", plan.id}, {"kind", plan.kind}, {"reason", plan.reason},
+  s.story.rounds.push_back({{"round", plan.id}, {"kind", plan.kind}, {"reason", plan.reason},
                      {"groups", plan.groups.size()}, {"slow", nlohmann::json::array()},
                      {"lost", nlohmann::json::array()}, {"concluded", nlohmann::json::array()}});
-  s.story_round = &s.story.back();
+  s.story.current = &s.story.rounds.back();
   {
     std::map<std::string, int> sizes;
     for (const auto& g : plan.groups) ++sizes[std::to_string(g.size())];
-    (*s.story_round)["group_sizes"] = sizes;
+    (*s.story.current)["group_sizes"] = sizes;
   }
 
   for (const auto* o : out)
@@ -432,7 +433,7 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
                   out[i]->timed_out};
   }
   OutlierConfig rules = s.cfg.outliers;
-  if (plan.id == s.screen_round) rules.z_cutoff = std::min(rules.z_cutoff, s.cfg.screen_z_cutoff);
+  if (plan.id == s.screen.round) rules.z_cutoff = std::min(rules.z_cutoff, s.cfg.screen_z_cutoff);
   const auto judged = classify_round(samples, rules, &s.history);
 
   std::map<int, std::vector<std::pair<Tag, Verdict>>> item_results;
@@ -465,24 +466,24 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
         for (int u : g) nm.push_back(s.name(u));
         e["members"] = nm;
       }
-      (*s.story_round)["slow"].push_back(e);
+      (*s.story.current)["slow"].push_back(e);
     }
   }
 
   s.reevaluate_nodes(plan.id);
   for (auto& [id, res] : item_results)
-    if (!items_with_lost.count(id) && s.items.count(id)) s.observe_item(id, res);
+    if (!items_with_lost.count(id) && s.search.items.count(id)) s.observe_item(id, res);
   s.strip_lost_from_items();
-  if (s.certified) {
+  if (s.cert.certified) {
     s.count_link_votes();
   } else {
     for (auto [a, b] : s.candidate_links())
       if (!s.has_group_evidence(a, b)) s.update_link(a, b);
   }
 
-  s.tests_observed += static_cast<std::int64_t>(plan.groups.size());
-  ++s.observed_rounds;
-  s.story_round = nullptr;
+  s.book.tests += static_cast<std::int64_t>(plan.groups.size());
+  ++s.book.observed;
+  s.story.current = nullptr;
 }
 
 }  // namespace kiln::analysis

@@ -1,5 +1,5 @@
 // Internal state of the Planner, shared by planner.cpp (rounds), search.cpp (group-testing
-// search and certification) and report.cpp (findings and story). Not part of the API.
+// search and certification) and report.cpp (findings). Not part of the API.
 #pragma once
 
 #include <map>
@@ -74,52 +74,85 @@ struct Tag {
   int part = 0;  // clique: half 0/1; biclique: diagonal 0/1; pair block: 0
 };
 
-struct Planner::Impl {
+// What the planner was given. Fixed once the constructor has normalised cfg.
+struct Setup {
   int n = 0;
   PlannerConfig cfg;
   std::vector<Switch> topology;
   std::vector<std::string> names;
-  std::mt19937_64 rng;
-  History history;
+};
 
-  std::vector<NodeData> nodes;
-  std::map<std::pair<int, int>, LinkData> links;
-  std::vector<SlowGroup> slow_groups;
-  std::map<int, Item> items;
-  int next_item_id = 0;
+// What the rounds have shown, whichever strategy planned them. Findings are made from this alone.
+struct Evidence {
+  Evidence(int n, bool size_invariant)
+      : nodes(static_cast<std::size_t>(n)), history(size_invariant) {}
+  std::vector<NodeData> nodes;                     // per node, indexed by node
+  std::map<std::pair<int, int>, LinkData> links;   // link candidates, keyed (low, high)
+  std::vector<SlowGroup> slow_groups;              // slow groups of more than two
+  std::vector<int> clean_cover;                    // members of the largest fast group, sorted
+  History history;                                 // fast figures, the baseline of later rounds
+};
 
-  std::int64_t next_round_id = 1;
-  std::int64_t observed_rounds = 0;
-  std::int64_t tests_observed = 0;
+// Round bookkeeping: which round comes next, what has been seen, and why the planner stopped.
+struct RoundBook {
+  std::int64_t next_id = 1;
+  std::int64_t observed = 0;
+  std::int64_t tests = 0;   // groups observed
   std::int64_t max_rounds = 0;
-  bool screened = false;
-  std::int64_t screen_round = -1;
-  bool search_launched = false;
-  std::size_t idle_tested = 0;  // size of the last sweep over nodes idle during a search
+  std::map<std::int64_t, std::vector<Tag>> pending;  // planned, not yet observed: one tag per group
   bool finished = false;
   std::string finish_note;
+};
 
-  // Full mode.
-  std::vector<int> circle_order;
-  int circle_round = 0;
-  bool circle_done = false;
+struct ScreenState {
+  bool done = false;
+  std::int64_t round = -1;  // judged with the screen's lower z cutoff
+};
 
-  // Certification sweep: rounds of groups that together hold every pair of good nodes except the
-  // candidate links. cert_rounds is rebuilt whenever the candidates or the good set change.
-  std::vector<std::vector<std::vector<int>>> cert_rounds;
-  std::size_t cert_next = 0;
-  int cert_attempts = 0;
+// Full mode's circle method.
+struct CircleState {
+  std::vector<int> order;  // node indices, padded with -1 (sits out) to an even length
+  int round = 0;           // circle rounds planned
+  bool done = false;
+};
+
+// The group-testing search: items of candidate pairs (strategy_split.cpp).
+struct SearchState {
+  std::map<int, Item> items;
+  int next_item_id = 0;
+  bool launched = false;        // the all-to-all over known-good nodes has been planned
+  std::size_t idle_tested = 0;  // size of the last sweep over nodes idle during a search
+};
+
+// Certification sweep: rounds of groups that together hold every pair of good nodes except the
+// candidate links. rounds is rebuilt whenever the candidates or the good set change.
+struct CertState {
+  std::vector<std::vector<std::vector<int>>> rounds;
+  std::size_t next = 0;
+  int attempts = 0;
+  // Every pair of good nodes has been tested (or certification gave up): from now on a slow group
+  // explained by one candidate alone is a vote for that link.
   bool certified = false;
-  std::vector<long> cert_signature;  // good set and candidates the current sweep was built for
-  int cert_failures = 0;             // certification groups that came back slow
-  std::vector<int> clean_cover;  // members of the largest fast group, sorted
+  std::vector<long> signature;  // good set and candidates the current sweep was built for
+  int failures = 0;             // certification groups that came back slow
+};
 
-  // Pending plan bookkeeping: round id -> tags per group.
-  std::map<std::int64_t, std::vector<Tag>> pending;
+struct Story {
+  nlohmann::json rounds = nlohmann::json::array();
+  nlohmann::json* current = nullptr;    // entry of the round being observed
+  std::vector<std::string> early_notes;  // conclusions before any round was observed
+};
 
-  nlohmann::json story = nlohmann::json::array();
-  nlohmann::json* story_round = nullptr;  // entry of the round being observed
-  std::vector<std::string> early_notes;   // conclusions before any round was observed
+struct Planner::Impl : Setup, Evidence {
+  // One stream for every shuffle, drawn in the order the strategies run, so a seed replays a
+  // campaign exactly.
+  std::mt19937_64 rng;
+  RoundBook book;
+  ScreenState screen;
+  CircleState circle;
+  SearchState search;
+  CertState cert;
+  Story story;
 
   Impl(int n_, PlannerConfig c, std::vector<Switch> topo, std::vector<std::string> nm);
 

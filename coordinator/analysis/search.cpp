@@ -35,26 +35,26 @@ bool contains_sorted(const std::vector<int>& v, int x) {
 }  // namespace
 
 int Planner::Impl::add_item(Item it) {
-  it.id = next_item_id++;
+  it.id = search.next_item_id++;
   for (const auto& b : it.blocks) {
     for (int u : b.p) nodes[u].item = it.id;
     for (int u : b.q) nodes[u].item = it.id;
   }
   const int id = it.id;
-  items.emplace(id, std::move(it));
+  search.items.emplace(id, std::move(it));
   return id;
 }
 
 void Planner::Impl::drop_item(int id) {
-  auto it = items.find(id);
-  if (it == items.end()) return;
+  auto it = search.items.find(id);
+  if (it == search.items.end()) return;
   for (const auto& b : it->second.blocks) {
     for (int u : b.p)
       if (nodes[u].item == id) nodes[u].item = -1;
     for (int u : b.q)
       if (nodes[u].item == id) nodes[u].item = -1;
   }
-  items.erase(it);
+  search.items.erase(it);
 }
 
 std::vector<std::vector<int>> Planner::Impl::item_groups(const Item& it, std::vector<Tag>& tags) const {
@@ -87,7 +87,7 @@ std::vector<std::vector<int>> Planner::Impl::item_groups(const Item& it, std::ve
 }
 
 void Planner::Impl::observe_item(int id, const std::vector<std::pair<Tag, Verdict>>& results) {
-  Item it = items.at(id);
+  Item it = search.items.at(id);
   auto verdict_of = [&](int block, int part) -> std::optional<Verdict> {
     for (const auto& [t, v] : results)
       if (t.block == block && t.part == part) return v;
@@ -105,11 +105,11 @@ void Planner::Impl::observe_item(int id, const std::vector<std::pair<Tag, Verdic
     if (*v == Verdict::Fast || size <= 2) return;  // fast: clean; a slow pair is a pair record
     it.positive = true;
     if (it.origin == "idle-sweep") {
-      idle_tested = 0;
+      search.idle_tested = 0;
       note("the idle nodes of a search are slow together: a second fault, searching it in parallel");
     }
     if (it.origin == "cert") {
-      ++cert_failures;
+      ++cert.failures;
       note("certification group of " + std::to_string(size) + " is slow: another fault, searching it");
     }
     add_item(std::move(it));
@@ -161,9 +161,9 @@ void Planner::Impl::observe_item(int id, const std::vector<std::pair<Tag, Verdic
 
 void Planner::Impl::strip_lost_from_items() {
   std::vector<int> ids;
-  for (const auto& [id, it] : items) ids.push_back(id);
+  for (const auto& [id, it] : search.items) ids.push_back(id);
   for (int id : ids) {
-    Item it = items.at(id);
+    Item it = search.items.at(id);
     bool changed = false;
     auto keep = [&](std::vector<int>& v) {
       const auto before = v.size();
@@ -188,9 +188,9 @@ std::vector<std::pair<int, int>> Planner::Impl::candidate_links() const {
 }
 
 void Planner::Impl::plan_cert() {
-  cert_rounds.clear();
-  cert_next = 0;
-  ++cert_attempts;
+  cert.rounds.clear();
+  cert.next = 0;
+  ++cert.attempts;
   std::vector<int> vgood;
   for (int u = 0; u < n; ++u)
     if (good(u)) vgood.push_back(u);
@@ -198,7 +198,7 @@ void Planner::Impl::plan_cert() {
   if (cands.empty()) {
     const bool covered = std::all_of(vgood.begin(), vgood.end(),
                                      [&](int u) { return contains_sorted(clean_cover, u); });
-    if (!covered && vgood.size() >= 2) cert_rounds.push_back({vgood});
+    if (!covered && vgood.size() >= 2) cert.rounds.push_back({vgood});
     return;
   }
   // Endpoints get colours so that no candidate has both ends in one colour; round c holds every
@@ -228,8 +228,8 @@ void Planner::Impl::plan_cert() {
     std::vector<int> big = rest;
     for (int u : ends)
       if (colour[u] == c) big.push_back(u);
-    cert_rounds.push_back({});
-    if (big.size() >= 2) cert_rounds.back().push_back(big);
+    cert.rounds.push_back({});
+    if (big.size() >= 2) cert.rounds.back().push_back(big);
   }
   std::set<std::pair<int, int>> bad(cands.begin(), cands.end());
   std::vector<std::pair<int, int>> leftover;
@@ -241,7 +241,7 @@ void Planner::Impl::plan_cert() {
       bool placed = false;
       for (int c = 0; c < colours && !placed; ++c) {
         if (colour[a] == c || colour[b] == c || in_small[c].count(a) || in_small[c].count(b)) continue;
-        cert_rounds[c].push_back({a, b});
+        cert.rounds[c].push_back({a, b});
         in_small[c].insert({a, b});
         placed = true;
       }
@@ -260,45 +260,45 @@ void Planner::Impl::plan_cert() {
       busy.insert({a, b});
       round.push_back({a, b});
     }
-    cert_rounds.push_back(std::move(round));
+    cert.rounds.push_back(std::move(round));
     leftover = std::move(later);
   }
-  std::erase_if(cert_rounds, [](const auto& r) { return r.empty(); });
+  std::erase_if(cert.rounds, [](const auto& r) { return r.empty(); });
 }
 
 bool Planner::Impl::build_cert_round(std::vector<std::vector<int>>& groups, std::vector<Tag>& tags,
                                      std::vector<char>& busy) {
-  if (certified) return false;
-  std::vector<long> sig = {cert_failures};
+  if (cert.certified) return false;
+  std::vector<long> sig = {cert.failures};
   long good_count = 0, good_sum = 0;
   for (int u = 0; u < n; ++u)
     if (good(u)) ++good_count, good_sum += u;
   sig.push_back(good_count);
   sig.push_back(good_sum);
   for (auto [a, b] : candidate_links()) sig.push_back(a), sig.push_back(b);
-  if (sig != cert_signature) {
-    if (cert_attempts >= cfg.max_cert_attempts) {
-      finish_note = "certification restarted " + std::to_string(cert_attempts) +
+  if (sig != cert.signature) {
+    if (cert.attempts >= cfg.max_cert_attempts) {
+      book.finish_note = "certification restarted " + std::to_string(cert.attempts) +
                     " times; stopped with what was found";
-      certified = true;
+      cert.certified = true;
       count_link_votes();
       return false;
     }
-    cert_signature = sig;
+    cert.signature = sig;
     plan_cert();
   }
-  if (cert_next >= cert_rounds.size()) {
-    certified = true;
+  if (cert.next >= cert.rounds.size()) {
+    cert.certified = true;
     count_link_votes();
     return false;
   }
-  for (auto& g : cert_rounds[cert_next]) {
+  for (auto& g : cert.rounds[cert.next]) {
     if (std::any_of(g.begin(), g.end(), [&](int u) { return busy[u] || !good(u); })) continue;
     const int id = add_item(Item{0, {Block{g, {}}}, false, "cert"});
     groups.push_back(g);
     tags.push_back({Tag::ItemTest, id, 0, 0});
   }
-  ++cert_next;
+  ++cert.next;
   return !groups.empty();
 }
 
@@ -338,7 +338,7 @@ void Planner::Impl::update_link(int a, int b) {
     const int total = static_cast<int>(l.slow_pair_tests.size()) + votes;
     if (total >= cfg.votes && total > l.fast_pair_tests) {
       l.confirmed = true;
-      l.confirmed_round = next_round_id - 1;
+      l.confirmed_round = book.next_id - 1;
       note(link_id(a, b) + " is slow while both ends are fine with other partners: slow link (" +
            std::to_string(total) + " votes)");
     } else if (l.fast_pair_tests >= total) {
