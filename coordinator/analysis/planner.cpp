@@ -5,7 +5,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "coordinator/analysis/planner_impl.hpp"
+#include "coordinator/analysis/strategies.hpp"
 
 namespace kiln::analysis {
 
@@ -147,36 +147,6 @@ nlohmann::json Planner::story() const {
   return j;
 }
 
-namespace {
-
-struct RoundBuilder {
-  std::vector<std::vector<int>> groups;
-  std::vector<Tag> tags;
-  std::vector<char> busy;
-  explicit RoundBuilder(int n) : busy(static_cast<std::size_t>(n), 0) {}
-  bool free(const std::vector<int>& g) const {
-    return std::none_of(g.begin(), g.end(), [&](int u) { return busy[u] != 0; });
-  }
-  void add(std::vector<int> g, Tag t) {
-    for (int u : g) busy[u] = 1;
-    groups.push_back(std::move(g));
-    tags.push_back(t);
-  }
-};
-
-// Round r of the circle method over `order` (even length; -1 is the sit-out placeholder).
-std::vector<std::pair<int, int>> circle_pairs(const std::vector<int>& order, int r) {
-  const int m = static_cast<int>(order.size());
-  std::vector<int> rot(order.size());
-  rot[0] = order[0];
-  for (int i = 1; i < m; ++i) rot[i] = order[1 + (i - 1 + r) % (m - 1)];
-  std::vector<std::pair<int, int>> out;
-  for (int i = 0; i < m / 2; ++i) out.emplace_back(rot[i], rot[m - 1 - i]);
-  return out;
-}
-
-}  // namespace
-
 std::optional<RoundPlan> Planner::next() {
   auto& s = *impl_;
   if (s.book.finished) return std::nullopt;
@@ -188,50 +158,12 @@ std::optional<RoundPlan> Planner::next() {
     return std::nullopt;
   }
 
-  RoundBuilder rb(s.n);
-  std::string reason;
+  RoundDraft round(s.n);
+  strategy::all_pairs(s, round);
+  strategy::screen(s, round);
 
-  if (s.cfg.mode == Mode::Full && !s.circle.done) {
-    if (s.circle.order.empty()) {
-      for (int u = 0; u < s.n; ++u) s.circle.order.push_back(u);
-      if (s.circle.order.size() % 2 == 1) s.circle.order.push_back(-1);
-    }
-    const int total = static_cast<int>(s.circle.order.size()) - 1;
-    while (rb.groups.empty() && s.circle.round < total) {
-      for (auto [a, b] : circle_pairs(s.circle.order, s.circle.round)) {
-        if (a < 0 || b < 0 || !s.active(a) || !s.active(b)) continue;
-        rb.add({a, b}, Tag{Tag::Circle});
-      }
-      ++s.circle.round;
-      reason = "full coverage: circle-method round " + std::to_string(s.circle.round) + " of " +
-               std::to_string(total) + ", every pair exactly once";
-    }
-    if (s.circle.round >= total) s.circle.done = true;
-    if (s.circle.done) {
-      s.cert.certified = true;  // every pair was tested directly
-      s.count_link_votes();
-    }
-  } else if (!s.screen.done && s.cfg.mode == Mode::Adaptive) {
-    std::vector<int> order;
-    for (int u = 0; u < s.n; ++u)
-      if (s.active(u)) order.push_back(u);
-    std::shuffle(order.begin(), order.end(), s.rng);
-    const auto k = static_cast<std::size_t>(s.cfg.screen_group_size);
-    for (std::size_t i = 0; i + 1 < order.size(); i += k) {
-      std::vector<int> g(order.begin() + static_cast<std::ptrdiff_t>(i),
-                         order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), i + k)));
-      if (g.size() < 2) break;
-      const int id = s.add_item(Item{0, {Block{g, {}}}, false, "screen"});
-      rb.add(g, Tag{Tag::ItemTest, id, 0, 0});
-    }
-    s.screen.done = true;
-    s.screen.round = s.book.next_id;
-    reason = "screen: every node in a group of " + std::to_string(k) +
-             (order.size() % k == 1 ? " (one node sits out and is paired with a known-good node next)" : "");
-  }
-
-  if (rb.groups.empty() && (s.screen.done || s.cfg.mode == Mode::Full)) {
-    for (int attempt = 0; attempt < 2 && rb.groups.empty(); ++attempt) {
+  if (round.empty() && (s.screen.done || s.cfg.mode == Mode::Full)) {
+    for (int attempt = 0; attempt < 2 && round.empty(); ++attempt) {
       // 1. Suspects (and nodes never tested) meet known-good partners they have not met.
       std::vector<int> good_pool;
       for (int u = 0; u < s.n; ++u)
@@ -244,13 +176,13 @@ std::optional<RoundPlan> Planner::next() {
       auto needs = s.nodes_needing_test();
       for (int u : needs) {
         auto& d = s.nodes[u];
-        if (rb.busy[u]) continue;
+        if (round.busy[u]) continue;
         if (d.resolution_tests >= s.cfg.max_tests_per_node) {
           d.unresolved = true;
           continue;
         }
         auto untried = [&](int g) {
-          return g != u && !rb.busy[g] &&
+          return g != u && !round.busy[g] &&
                  std::find(d.tried.begin(), d.tried.end(), g) == d.tried.end();
         };
         int partner = -1;
@@ -276,11 +208,11 @@ std::optional<RoundPlan> Planner::next() {
           s.nodes[partner].tried.push_back(u);
           ++s.nodes[partner].resolution_tests;
         }
-        rb.add({u, partner}, Tag{Tag::Resolve});
+        round.add({u, partner}, Tag{Tag::Resolve});
         ++resolutions;
       }
       if (resolutions > 0)
-        reason += (reason.empty() ? "" : "; ") + std::to_string(resolutions) +
+        round.reason += (round.reason.empty() ? "" : "; ") + std::to_string(resolutions) +
                   " suspect(s) paired with distinct known-good nodes";
 
       // 2. Link candidates that still lack votes: at once when only pair tests speak for them (a
@@ -292,14 +224,14 @@ std::optional<RoundPlan> Planner::next() {
           if (l.confirmed || l.cleared || !s.good(key.first) || !s.good(key.second)) continue;
           if (!s.cert.certified && s.has_group_evidence(key.first, key.second)) continue;
           if (l.retests >= s.cfg.max_tests_per_node) continue;
-          if (!rb.free({key.first, key.second})) continue;
+          if (!round.free({key.first, key.second})) continue;
           ++l.retests;
-          rb.add({key.first, key.second}, Tag{Tag::LinkRetest});
+          round.add({key.first, key.second}, Tag{Tag::LinkRetest});
           ++retests;
         }
       }
       if (retests > 0)
-        reason += (reason.empty() ? "" : "; ") + std::string("retest ") + std::to_string(retests) +
+        round.reason += (round.reason.empty() ? "" : "; ") + std::string("retest ") + std::to_string(retests) +
                   " link candidate(s) for votes";
 
       // 3. Searches in progress: split every slow group of the last round at once.
@@ -308,15 +240,15 @@ std::optional<RoundPlan> Planner::next() {
         std::vector<Tag> t;
         auto gs = s.item_groups(it, t);
         bool ok = !gs.empty();
-        for (const auto& g : gs) ok = ok && rb.free(g);
+        for (const auto& g : gs) ok = ok && round.free(g);
         if (!ok) continue;
-        for (std::size_t i = 0; i < gs.size(); ++i) rb.add(std::move(gs[i]), t[i]);
+        for (std::size_t i = 0; i < gs.size(); ++i) round.add(std::move(gs[i]), t[i]);
         (it.positive ? splits : untested) += 1;
       }
       if (splits > 0)
-        reason += (reason.empty() ? "" : "; ") + std::string("bisect ") + std::to_string(splits) +
+        round.reason += (round.reason.empty() ? "" : "; ") + std::string("bisect ") + std::to_string(splits) +
                   " slow group(s) in parallel";
-      if (untested > 0 && reason.empty()) reason = "test groups";
+      if (untested > 0 && round.reason.empty()) round.reason = "test groups";
 
       // 4. Links: one all-to-all group over every known-good node that is free, so that every link
       //    among them carries traffic at once.
@@ -326,12 +258,12 @@ std::optional<RoundPlan> Planner::next() {
         for (auto [a, b] : s.candidate_links())
           if (!cover.count(a) && !cover.count(b)) cover.insert(a);
         for (int u = 0; u < s.n; ++u)
-          if (s.good(u) && !rb.busy[u] && s.nodes[u].item < 0 && !cover.count(u)) v.push_back(u);
+          if (s.good(u) && !round.busy[u] && s.nodes[u].item < 0 && !cover.count(u)) v.push_back(u);
         if (v.size() >= 3) {
           std::shuffle(v.begin(), v.end(), s.rng);
           const int id = s.add_item(Item{0, {Block{v, {}}}, false, "link-search"});
-          rb.add(v, Tag{Tag::ItemTest, id, 0, 0});
-          reason += (reason.empty() ? "" : "; ") + std::string("all-to-all over ") +
+          round.add(v, Tag{Tag::ItemTest, id, 0, 0});
+          round.reason += (round.reason.empty() ? "" : "; ") + std::string("all-to-all over ") +
                     std::to_string(v.size()) + " known-good nodes: any bad link among them shows";
         }
         s.search.launched = true;
@@ -340,46 +272,46 @@ std::optional<RoundPlan> Planner::next() {
       // 4b. While searches run, the nodes they discarded sit idle. One group over all of them
       //     finds a second bad link among them now, in parallel, instead of after the first
       //     search and its certification.
-      if (s.cfg.mode == Mode::Adaptive && s.search.launched && !s.search.items.empty() && !rb.groups.empty()) {
+      if (s.cfg.mode == Mode::Adaptive && s.search.launched && !s.search.items.empty() && !round.empty()) {
         std::set<int> ends;
         for (auto [a, b] : s.candidate_links()) ends.insert({a, b});
         std::vector<int> idle;
         for (int u = 0; u < s.n; ++u)
-          if (s.good(u) && !rb.busy[u] && s.nodes[u].item < 0 && !ends.count(u)) idle.push_back(u);
+          if (s.good(u) && !round.busy[u] && s.nodes[u].item < 0 && !ends.count(u)) idle.push_back(u);
         if (idle.size() >= 3 && idle.size() > s.search.idle_tested) {
           s.search.idle_tested = idle.size();
           const int id = s.add_item(Item{0, {Block{idle, {}}}, false, "idle-sweep"});
-          rb.add(idle, Tag{Tag::ItemTest, id, 0, 0});
-          reason += "; sweep the " + std::to_string(idle.size()) + " idle known-good nodes";
+          round.add(idle, Tag{Tag::ItemTest, id, 0, 0});
+          round.reason += "; sweep the " + std::to_string(idle.size()) + " idle known-good nodes";
         }
       }
 
       // 5. Certification sweep, when nothing else is in flight.
-      if (rb.groups.empty() && s.cfg.mode == Mode::Adaptive && s.search.items.empty() &&
+      if (round.empty() && s.cfg.mode == Mode::Adaptive && s.search.items.empty() &&
           s.nodes_needing_test().empty()) {
         std::vector<std::vector<int>> gs;
         std::vector<Tag> t;
-        if (s.build_cert_round(gs, t, rb.busy)) {
-          for (std::size_t i = 0; i < gs.size(); ++i) rb.add(std::move(gs[i]), t[i]);
-          reason = "certify: groups that together hold every pair of good nodes except the " +
+        if (s.build_cert_round(gs, t, round.busy)) {
+          for (std::size_t i = 0; i < gs.size(); ++i) round.add(std::move(gs[i]), t[i]);
+          round.reason = "certify: groups that together hold every pair of good nodes except the " +
                    std::to_string(s.candidate_links().size()) + " link candidate(s)";
         }
       }
     }
   }
 
-  if (rb.groups.empty()) {
+  if (round.empty()) {
     s.book.finished = true;
     return std::nullopt;
   }
   RoundPlan plan;
   plan.id = s.book.next_id++;
-  const bool all_pairs = std::all_of(rb.groups.begin(), rb.groups.end(),
+  const bool all_pairs = std::all_of(round.groups.begin(), round.groups.end(),
                                      [](const auto& g) { return g.size() == 2; });
   plan.kind = all_pairs ? "pairs" : "all_to_all";
-  plan.groups = std::move(rb.groups);
-  plan.reason = reason;
-  s.book.pending[plan.id] = std::move(rb.tags);
+  plan.groups = std::move(round.groups);
+  plan.reason = std::move(round.reason);
+  s.book.pending[plan.id] = std::move(round.tags);
   return plan;
 }
 

@@ -1,0 +1,49 @@
+// Round strategies: one unit per round type. A strategy reads the planner's state (Planner::Impl)
+// and adds the groups it wants to the round being drafted, or nothing; Planner::next() asks them
+// in priority order and Planner::observe() routes outcomes back. Not part of the API.
+//
+//   all-pairs  strategy_all_pairs.cpp  Full mode: the circle method, every pair exactly once
+//   screen     strategy_screen.cpp     Adaptive mode, first round: every node in one group
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "coordinator/analysis/planner_impl.hpp"
+
+namespace kiln::analysis {
+
+// The round being drafted. Groups of a round run at the same time, so a node already in a group is
+// busy for every strategy asked after the one that placed it.
+struct RoundDraft {
+  std::vector<std::vector<int>> groups;
+  std::vector<Tag> tags;    // one per group
+  std::vector<char> busy;   // by node
+  std::string reason;       // for the story: what each strategy planned, joined by "; "
+
+  explicit RoundDraft(int n) : busy(static_cast<std::size_t>(n), 0) {}
+  bool empty() const { return groups.empty(); }
+  bool free(const std::vector<int>& g) const {
+    for (int u : g)
+      if (busy[u]) return false;
+    return true;
+  }
+  void add(std::vector<int> g, Tag t) {
+    for (int u : g) busy[u] = 1;
+    groups.push_back(std::move(g));
+    tags.push_back(t);
+  }
+  void explain(const std::string& part) {
+    if (!reason.empty()) reason += "; ";
+    reason += part;
+  }
+};
+
+namespace strategy {
+
+void all_pairs(Planner::Impl& s, RoundDraft& round);
+void screen(Planner::Impl& s, RoundDraft& round);
+
+}  // namespace strategy
+}  // namespace kiln::analysis
