@@ -164,75 +164,7 @@ std::optional<RoundPlan> Planner::next() {
 
   if (round.empty() && (s.screen.done || s.cfg.mode == Mode::Full)) {
     for (int attempt = 0; attempt < 2 && round.empty(); ++attempt) {
-      // 1. Suspects (and nodes never tested) meet known-good partners they have not met.
-      std::vector<int> good_pool;
-      for (int u = 0; u < s.n; ++u)
-        if (s.good(u)) good_pool.push_back(u);
-      std::shuffle(good_pool.begin(), good_pool.end(), s.rng);
-      std::set<int> link_ends;
-      for (auto [a, b] : s.candidate_links()) link_ends.insert({a, b});
-      std::size_t cursor = 0;
-      int resolutions = 0;
-      auto needs = s.nodes_needing_test();
-      for (int u : needs) {
-        auto& d = s.nodes[u];
-        if (round.busy[u]) continue;
-        if (d.resolution_tests >= s.cfg.max_tests_per_node) {
-          d.unresolved = true;
-          continue;
-        }
-        auto untried = [&](int g) {
-          return g != u && !round.busy[g] &&
-                 std::find(d.tried.begin(), d.tried.end(), g) == d.tried.end();
-        };
-        int partner = -1;
-        for (std::size_t k = 0; k < good_pool.size() && partner < 0; ++k) {
-          const int g = good_pool[(cursor + k) % good_pool.size()];
-          if (untried(g) && !link_ends.count(g)) {
-            partner = g;
-            cursor = (cursor + k + 1) % good_pool.size();
-          }
-        }
-        for (std::size_t k = 0; k < good_pool.size() && partner < 0; ++k)
-          if (untried(good_pool[k])) partner = good_pool[k];
-        for (std::size_t k = 0; k < needs.size() && partner < 0; ++k)
-          if (untried(needs[k]) && s.nodes[needs[k]].resolution_tests < s.cfg.max_tests_per_node)
-            partner = needs[k];
-        if (partner < 0) {
-          d.unresolved = true;
-          continue;
-        }
-        d.tried.push_back(partner);
-        ++d.resolution_tests;
-        if (!s.good(partner)) {
-          s.nodes[partner].tried.push_back(u);
-          ++s.nodes[partner].resolution_tests;
-        }
-        round.add({u, partner}, Tag{Tag::Resolve});
-        ++resolutions;
-      }
-      if (resolutions > 0)
-        round.reason += (round.reason.empty() ? "" : "; ") + std::to_string(resolutions) +
-                  " suspect(s) paired with distinct known-good nodes";
-
-      // 2. Link candidates that still lack votes: at once when only pair tests speak for them (a
-      //    slow screening pair whose ends are both fine elsewhere), otherwise once everything
-      //    else is certified and the slow groups holding them count as votes.
-      int retests = 0;
-      {
-        for (auto& [key, l] : s.links) {
-          if (l.confirmed || l.cleared || !s.good(key.first) || !s.good(key.second)) continue;
-          if (!s.cert.certified && s.has_group_evidence(key.first, key.second)) continue;
-          if (l.retests >= s.cfg.max_tests_per_node) continue;
-          if (!round.free({key.first, key.second})) continue;
-          ++l.retests;
-          round.add({key.first, key.second}, Tag{Tag::LinkRetest});
-          ++retests;
-        }
-      }
-      if (retests > 0)
-        round.reason += (round.reason.empty() ? "" : "; ") + std::string("retest ") + std::to_string(retests) +
-                  " link candidate(s) for votes";
+      strategy::resolve(s, round);
 
       // 3. Searches in progress: split every slow group of the last round at once.
       int splits = 0, untested = 0;

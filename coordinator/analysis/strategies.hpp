@@ -4,6 +4,8 @@
 //
 //   all-pairs  strategy_all_pairs.cpp  Full mode: the circle method, every pair exactly once
 //   screen     strategy_screen.cpp     Adaptive mode, first round: every node in one group
+//   resolve    strategy_resolve.cpp    suspects meet known-good partners; link candidates short of
+//                                      votes are retested as pairs
 #pragma once
 
 #include <string>
@@ -44,6 +46,7 @@ namespace strategy {
 
 void all_pairs(Planner::Impl& s, RoundDraft& round);
 void screen(Planner::Impl& s, RoundDraft& round);
+void resolve(Planner::Impl& s, RoundDraft& round);
 
 }  // namespace strategy
 }  // namespace kiln::analysis
