@@ -47,87 +47,6 @@ void Planner::Impl::note(const std::string& s) {
   else story.early_notes.push_back(s);
 }
 
-void Planner::Impl::record_fast(const std::vector<int>& members, std::int64_t round, double) {
-  for (int u : members) {
-    auto& d = nodes[u];
-    if (d.fast++ == 0) {
-      d.first_fast_round = round;
-      d.first_fast_size = static_cast<int>(members.size());
-      if (!d.slow_pairs.empty()) note(name(u) + " is fine with another partner");
-    }
-  }
-  if (members.size() == 2) {
-    const auto key = std::minmax(members[0], members[1]);
-    if (auto it = links.find({key.first, key.second}); it != links.end()) {
-      ++it->second.fast_pair_tests;
-    }
-  }
-  if (members.size() > clean_cover.size()) {
-    clean_cover = members;
-    std::sort(clean_cover.begin(), clean_cover.end());
-  }
-}
-
-void Planner::Impl::record_slow_pair(int a, int b, std::int64_t round, double slowness,
-                                     double figure) {
-  nodes[a].slow_pairs.push_back({b, round, slowness, figure});
-  nodes[b].slow_pairs.push_back({a, round, slowness, figure});
-  auto& l = links[{std::min(a, b), std::max(a, b)}];
-  l.slow_pair_tests.emplace_back(round, slowness);
-}
-
-void Planner::Impl::mark_lost(int u, std::int64_t round) {
-  auto& d = nodes[u];
-  if (d.lost) return;
-  d.lost = true;
-  d.lost_round = round;
-  note(name(u) + " stopped reporting: lost, excluded from later rounds");
-  if (story.current) (*story.current)["lost"].push_back(name(u));
-}
-
-// A node is bad when it was slow with enough distinct partners that are fine elsewhere, and with
-// more of them than it was ever fast. A slow pair whose two ends are both fine elsewhere says
-// nothing against either node: it is a link candidate (search.cpp).
-void Planner::Impl::reevaluate_nodes(std::int64_t round) {
-  // Whether a partner counts as known-good depends on the other verdicts, so settle them together;
-  // a verdict whose partners later turn out bad is withdrawn.
-  for (int pass = 0; pass < 4; ++pass) {
-    bool changed = false;
-    for (int u = 0; u < n; ++u) {
-      auto& d = nodes[u];
-      if (d.lost || d.slow_pairs.empty()) continue;
-      std::vector<int> partners;
-      for (const auto& s : d.slow_pairs)
-        if (good(s.partner)) partners.push_back(s.partner);
-      std::sort(partners.begin(), partners.end());
-      partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
-      const int distinct = static_cast<int>(partners.size());
-      const bool bad = distinct >= cfg.votes && distinct > d.fast;
-      if (bad == d.bad) continue;
-      changed = true;
-      d.bad = bad;
-      if (bad) {
-        d.bad_round = round;
-        note(name(u) + " is slow with " + std::to_string(distinct) +
-             " known-good partners: slow node");
-      } else {
-        note(name(u) + " no longer has enough known-good partners against it");
-      }
-    }
-    if (!changed) break;
-  }
-}
-
-std::vector<int> Planner::Impl::nodes_needing_test() const {
-  std::vector<int> out;
-  for (int u = 0; u < n; ++u) {
-    const auto& d = nodes[u];
-    if (d.lost || d.bad || d.fast > 0 || d.item >= 0 || d.unresolved) continue;
-    out.push_back(u);
-  }
-  return out;
-}
-
 Planner::Planner(int n, PlannerConfig cfg, std::vector<Switch> topology,
                  std::vector<std::string> names)
     : impl_(std::make_unique<Impl>(n, std::move(cfg), std::move(topology), std::move(names))) {}
@@ -218,17 +137,7 @@ std::optional<RoundPlan> Planner::next() {
         }
       }
 
-      // 5. Certification sweep, when nothing else is in flight.
-      if (round.empty() && s.cfg.mode == Mode::Adaptive && s.search.items.empty() &&
-          s.nodes_needing_test().empty()) {
-        std::vector<std::vector<int>> gs;
-        std::vector<Tag> t;
-        if (s.build_cert_round(gs, t, round.busy)) {
-          for (std::size_t i = 0; i < gs.size(); ++i) round.add(std::move(gs[i]), t[i]);
-          round.reason = "certify: groups that together hold every pair of good nodes except the " +
-                   std::to_string(s.candidate_links().size()) + " link candidate(s)";
-        }
-      }
+      strategy::certify(s, round);
     }
   }
 

@@ -162,11 +162,17 @@ struct Planner::Impl : Setup, Evidence {
   std::string name(int u) const;
   std::string link_id(int a, int b) const;
   void note(const std::string& s);
+
+  // evidence.cpp
   void record_fast(const std::vector<int>& members, std::int64_t round, double figure);
   void record_slow_pair(int a, int b, std::int64_t round, double slowness, double figure);
   void reevaluate_nodes(std::int64_t round);
   void mark_lost(int u, std::int64_t round);
   std::vector<int> nodes_needing_test() const;
+  std::vector<std::pair<int, int>> candidate_links() const;
+  bool has_group_evidence(int a, int b) const;
+  void update_link(int a, int b);
+  void count_link_votes();
 
   // search.cpp
   int add_item(Item it);
@@ -174,13 +180,6 @@ struct Planner::Impl : Setup, Evidence {
   std::vector<std::vector<int>> item_groups(const Item& it, std::vector<Tag>& tags) const;
   void observe_item(int id, const std::vector<std::pair<Tag, Verdict>>& results);
   void strip_lost_from_items();
-  bool build_cert_round(std::vector<std::vector<int>>& groups, std::vector<Tag>& tags,
-                        std::vector<char>& busy);
-  void plan_cert();
-  void count_link_votes();
-  std::vector<std::pair<int, int>> candidate_links() const;
-  bool has_group_evidence(int a, int b) const;
-  void update_link(int a, int b);
 
   // report.cpp
   std::vector<kiln::Finding> make_findings() const;

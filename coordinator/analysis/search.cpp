@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "coordinator/analysis/planner_impl.hpp"
+#include "coordinator/analysis/strategies.hpp"
 
 namespace kiln::analysis {
 
@@ -26,10 +26,6 @@ std::vector<int> join(const std::vector<int>& a, const std::vector<int>& b) {
   std::vector<int> out(a);
   out.insert(out.end(), b.begin(), b.end());
   return out;
-}
-
-bool contains_sorted(const std::vector<int>& v, int x) {
-  return std::binary_search(v.begin(), v.end(), x);
 }
 
 }  // namespace
@@ -108,10 +104,7 @@ void Planner::Impl::observe_item(int id, const std::vector<std::pair<Tag, Verdic
       search.idle_tested = 0;
       note("the idle nodes of a search are slow together: a second fault, searching it in parallel");
     }
-    if (it.origin == "cert") {
-      ++cert.failures;
-      note("certification group of " + std::to_string(size) + " is slow: another fault, searching it");
-    }
+    if (it.origin == "cert") strategy::certification_group_slow(*this, size);
     add_item(std::move(it));
     return;
   }
@@ -177,174 +170,6 @@ void Planner::Impl::strip_lost_from_items() {
       return b.q.empty() ? b.p.size() < 2 : (b.p.empty() || b.q.empty());
     });
     if (!it.blocks.empty()) add_item(std::move(it));
-  }
-}
-
-std::vector<std::pair<int, int>> Planner::Impl::candidate_links() const {
-  std::vector<std::pair<int, int>> out;
-  for (const auto& [key, l] : links)
-    if (!l.cleared && good(key.first) && good(key.second)) out.push_back(key);
-  return out;
-}
-
-void Planner::Impl::plan_cert() {
-  cert.rounds.clear();
-  cert.next = 0;
-  ++cert.attempts;
-  std::vector<int> vgood;
-  for (int u = 0; u < n; ++u)
-    if (good(u)) vgood.push_back(u);
-  const auto cands = candidate_links();
-  if (cands.empty()) {
-    const bool covered = std::all_of(vgood.begin(), vgood.end(),
-                                     [&](int u) { return contains_sorted(clean_cover, u); });
-    if (!covered && vgood.size() >= 2) cert.rounds.push_back({vgood});
-    return;
-  }
-  // Endpoints get colours so that no candidate has both ends in one colour; round c holds every
-  // other good node together with colour c, and pairs of endpoints left uncovered get pair rounds.
-  std::map<int, std::vector<int>> adj;
-  for (auto [a, b] : cands) adj[a].push_back(b), adj[b].push_back(a);
-  std::vector<int> ends;
-  for (const auto& [u, nb] : adj) ends.push_back(u);
-  std::stable_sort(ends.begin(), ends.end(),
-                   [&](int a, int b) { return adj[a].size() > adj[b].size(); });
-  std::map<int, int> colour;
-  int colours = 0;
-  for (int u : ends) {
-    std::set<int> used;
-    for (int v : adj[u])
-      if (colour.count(v)) used.insert(colour[v]);
-    int c = 0;
-    while (used.count(c)) ++c;
-    colour[u] = c;
-    colours = std::max(colours, c + 1);
-  }
-  std::vector<int> rest;
-  for (int u : vgood)
-    if (!adj.count(u)) rest.push_back(u);
-  std::vector<std::vector<char>> used_in_round(static_cast<std::size_t>(colours));
-  for (int c = 0; c < colours; ++c) {
-    std::vector<int> big = rest;
-    for (int u : ends)
-      if (colour[u] == c) big.push_back(u);
-    cert.rounds.push_back({});
-    if (big.size() >= 2) cert.rounds.back().push_back(big);
-  }
-  std::set<std::pair<int, int>> bad(cands.begin(), cands.end());
-  std::vector<std::pair<int, int>> leftover;
-  std::vector<std::set<int>> in_small(static_cast<std::size_t>(colours));
-  for (std::size_t i = 0; i < ends.size(); ++i) {
-    for (std::size_t j = i + 1; j < ends.size(); ++j) {
-      const int a = std::min(ends[i], ends[j]), b = std::max(ends[i], ends[j]);
-      if (colour[a] == colour[b] || bad.count({a, b})) continue;
-      bool placed = false;
-      for (int c = 0; c < colours && !placed; ++c) {
-        if (colour[a] == c || colour[b] == c || in_small[c].count(a) || in_small[c].count(b)) continue;
-        cert.rounds[c].push_back({a, b});
-        in_small[c].insert({a, b});
-        placed = true;
-      }
-      if (!placed) leftover.emplace_back(a, b);
-    }
-  }
-  while (!leftover.empty()) {
-    std::set<int> busy;
-    std::vector<std::vector<int>> round;
-    std::vector<std::pair<int, int>> later;
-    for (auto [a, b] : leftover) {
-      if (busy.count(a) || busy.count(b)) {
-        later.emplace_back(a, b);
-        continue;
-      }
-      busy.insert({a, b});
-      round.push_back({a, b});
-    }
-    cert.rounds.push_back(std::move(round));
-    leftover = std::move(later);
-  }
-  std::erase_if(cert.rounds, [](const auto& r) { return r.empty(); });
-}
-
-bool Planner::Impl::build_cert_round(std::vector<std::vector<int>>& groups, std::vector<Tag>& tags,
-                                     std::vector<char>& busy) {
-  if (cert.certified) return false;
-  std::vector<long> sig = {cert.failures};
-  long good_count = 0, good_sum = 0;
-  for (int u = 0; u < n; ++u)
-    if (good(u)) ++good_count, good_sum += u;
-  sig.push_back(good_count);
-  sig.push_back(good_sum);
-  for (auto [a, b] : candidate_links()) sig.push_back(a), sig.push_back(b);
-  if (sig != cert.signature) {
-    if (cert.attempts >= cfg.max_cert_attempts) {
-      book.finish_note = "certification restarted " + std::to_string(cert.attempts) +
-                    " times; stopped with what was found";
-      cert.certified = true;
-      count_link_votes();
-      return false;
-    }
-    cert.signature = sig;
-    plan_cert();
-  }
-  if (cert.next >= cert.rounds.size()) {
-    cert.certified = true;
-    count_link_votes();
-    return false;
-  }
-  for (auto& g : cert.rounds[cert.next]) {
-    if (std::any_of(g.begin(), g.end(), [&](int u) { return busy[u] || !good(u); })) continue;
-    const int id = add_item(Item{0, {Block{g, {}}}, false, "cert"});
-    groups.push_back(g);
-    tags.push_back({Tag::ItemTest, id, 0, 0});
-  }
-  ++cert.next;
-  return !groups.empty();
-}
-
-// Once everything else is certified clean, a slow group holding both ends of exactly one
-// candidate, and no bad or lost node, is explained by that link alone: it counts as a vote.
-void Planner::Impl::count_link_votes() {
-  const auto cands = candidate_links();
-  for (auto [a, b] : cands) {
-    auto& l = links[{a, b}];
-    int votes = 0;
-    for (const auto& g : slow_groups) {
-      if (!contains_sorted(g.members, a) || !contains_sorted(g.members, b)) continue;
-      bool other = false;
-      for (auto [c, d] : cands)
-        if ((c != a || d != b) && contains_sorted(g.members, c) && contains_sorted(g.members, d))
-          other = true;
-      for (int u : g.members)
-        if (!active(u)) other = true;
-      if (!other) ++votes;
-    }
-    l.group_votes = votes;
-    update_link(a, b);
-  }
-}
-
-bool Planner::Impl::has_group_evidence(int a, int b) const {
-  for (const auto& g : slow_groups)
-    if (contains_sorted(g.members, a) && contains_sorted(g.members, b)) return true;
-  return false;
-}
-
-void Planner::Impl::update_link(int a, int b) {
-  {
-    auto& l = links[{a, b}];
-    if (l.confirmed || l.cleared) return;
-    const int votes = l.group_votes;
-    const int total = static_cast<int>(l.slow_pair_tests.size()) + votes;
-    if (total >= cfg.votes && total > l.fast_pair_tests) {
-      l.confirmed = true;
-      l.confirmed_round = book.next_id - 1;
-      note(link_id(a, b) + " is slow while both ends are fine with other partners: slow link (" +
-           std::to_string(total) + " votes)");
-    } else if (l.fast_pair_tests >= total) {
-      l.cleared = true;
-      note(link_id(a, b) + " is fast on retest: the earlier slow result was noise");
-    }
   }
 }
 

@@ -6,6 +6,8 @@
 //   screen     strategy_screen.cpp     Adaptive mode, first round: every node in one group
 //   resolve    strategy_resolve.cpp    suspects meet known-good partners; link candidates short of
 //                                      votes are retested as pairs
+//   certify    strategy_certify.cpp    once nothing else is in flight: every pair of good nodes
+//                                      but the link candidates, in a few all-to-all groups
 #pragma once
 
 #include <string>
@@ -47,6 +49,10 @@ namespace strategy {
 void all_pairs(Planner::Impl& s, RoundDraft& round);
 void screen(Planner::Impl& s, RoundDraft& round);
 void resolve(Planner::Impl& s, RoundDraft& round);
+void certify(Planner::Impl& s, RoundDraft& round);
+
+// Outcomes routed back to a strategy.
+void certification_group_slow(Planner::Impl& s, std::size_t size);
 
 }  // namespace strategy
 }  // namespace kiln::analysis
