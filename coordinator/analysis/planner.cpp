@@ -9,11 +9,6 @@
 
 namespace kiln::analysis {
 
-std::pair<std::vector<int>, std::vector<int>> halves(const std::vector<int>& v) {
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() + 1) / 2);
-  return {std::vector<int>(v.begin(), mid), std::vector<int>(mid, v.end())};
-}
-
 Planner::Impl::Impl(int n_, PlannerConfig c, std::vector<Switch> topo, std::vector<std::string> nm)
     : Setup{n_, std::move(c), std::move(topo), std::move(nm)},
       Evidence(n_, cfg.outliers.size_invariant),
@@ -85,58 +80,7 @@ std::optional<RoundPlan> Planner::next() {
     for (int attempt = 0; attempt < 2 && round.empty(); ++attempt) {
       strategy::resolve(s, round);
 
-      // 3. Searches in progress: split every slow group of the last round at once.
-      int splits = 0, untested = 0;
-      for (auto& [id, it] : s.search.items) {
-        std::vector<Tag> t;
-        auto gs = s.item_groups(it, t);
-        bool ok = !gs.empty();
-        for (const auto& g : gs) ok = ok && round.free(g);
-        if (!ok) continue;
-        for (std::size_t i = 0; i < gs.size(); ++i) round.add(std::move(gs[i]), t[i]);
-        (it.positive ? splits : untested) += 1;
-      }
-      if (splits > 0)
-        round.reason += (round.reason.empty() ? "" : "; ") + std::string("bisect ") + std::to_string(splits) +
-                  " slow group(s) in parallel";
-      if (untested > 0 && round.reason.empty()) round.reason = "test groups";
-
-      // 4. Links: one all-to-all group over every known-good node that is free, so that every link
-      //    among them carries traffic at once.
-      if (s.cfg.mode == Mode::Adaptive && !s.search.launched) {
-        std::vector<int> v;
-        std::set<int> cover;  // one end of every link candidate sits out
-        for (auto [a, b] : s.candidate_links())
-          if (!cover.count(a) && !cover.count(b)) cover.insert(a);
-        for (int u = 0; u < s.n; ++u)
-          if (s.good(u) && !round.busy[u] && s.nodes[u].item < 0 && !cover.count(u)) v.push_back(u);
-        if (v.size() >= 3) {
-          std::shuffle(v.begin(), v.end(), s.rng);
-          const int id = s.add_item(Item{0, {Block{v, {}}}, false, "link-search"});
-          round.add(v, Tag{Tag::ItemTest, id, 0, 0});
-          round.reason += (round.reason.empty() ? "" : "; ") + std::string("all-to-all over ") +
-                    std::to_string(v.size()) + " known-good nodes: any bad link among them shows";
-        }
-        s.search.launched = true;
-      }
-
-      // 4b. While searches run, the nodes they discarded sit idle. One group over all of them
-      //     finds a second bad link among them now, in parallel, instead of after the first
-      //     search and its certification.
-      if (s.cfg.mode == Mode::Adaptive && s.search.launched && !s.search.items.empty() && !round.empty()) {
-        std::set<int> ends;
-        for (auto [a, b] : s.candidate_links()) ends.insert({a, b});
-        std::vector<int> idle;
-        for (int u = 0; u < s.n; ++u)
-          if (s.good(u) && !round.busy[u] && s.nodes[u].item < 0 && !ends.count(u)) idle.push_back(u);
-        if (idle.size() >= 3 && idle.size() > s.search.idle_tested) {
-          s.search.idle_tested = idle.size();
-          const int id = s.add_item(Item{0, {Block{idle, {}}}, false, "idle-sweep"});
-          round.add(idle, Tag{Tag::ItemTest, id, 0, 0});
-          round.reason += "; sweep the " + std::to_string(idle.size()) + " idle known-good nodes";
-        }
-      }
-
+      strategy::split(s, round);
       strategy::certify(s, round);
     }
   }
@@ -245,7 +189,7 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
 
   s.reevaluate_nodes(plan.id);
   for (auto& [id, res] : item_results)
-    if (!items_with_lost.count(id) && s.search.items.count(id)) s.observe_item(id, res);
+    if (!items_with_lost.count(id) && s.search.items.count(id)) strategy::observe_split(s, id, res);
   s.strip_lost_from_items();
   if (s.cert.certified) {
     s.count_link_votes();

@@ -174,18 +174,13 @@ struct Planner::Impl : Setup, Evidence {
   void update_link(int a, int b);
   void count_link_votes();
 
-  // search.cpp
+  // strategy_split.cpp: search items, which the screen and certification open as well
   int add_item(Item it);
   void drop_item(int id);
-  std::vector<std::vector<int>> item_groups(const Item& it, std::vector<Tag>& tags) const;
-  void observe_item(int id, const std::vector<std::pair<Tag, Verdict>>& results);
   void strip_lost_from_items();
 
   // report.cpp
   std::vector<kiln::Finding> make_findings() const;
 };
-
-// Split v into two halves (first half gets the extra element).
-std::pair<std::vector<int>, std::vector<int>> halves(const std::vector<int>& v);
 
 }  // namespace kiln::analysis

@@ -6,6 +6,8 @@
 //   screen     strategy_screen.cpp     Adaptive mode, first round: every node in one group
 //   resolve    strategy_resolve.cpp    suspects meet known-good partners; link candidates short of
 //                                      votes are retested as pairs
+//   split      strategy_split.cpp      the group-testing search: launch it, split every slow group,
+//                                      sweep the nodes it left idle
 //   certify    strategy_certify.cpp    once nothing else is in flight: every pair of good nodes
 //                                      but the link candidates, in a few all-to-all groups
 #pragma once
@@ -49,9 +51,11 @@ namespace strategy {
 void all_pairs(Planner::Impl& s, RoundDraft& round);
 void screen(Planner::Impl& s, RoundDraft& round);
 void resolve(Planner::Impl& s, RoundDraft& round);
+void split(Planner::Impl& s, RoundDraft& round);
 void certify(Planner::Impl& s, RoundDraft& round);
 
 // Outcomes routed back to a strategy.
+void observe_split(Planner::Impl& s, int item, const std::vector<std::pair<Tag, Verdict>>& results);
 void certification_group_slow(Planner::Impl& s, std::size_t size);
 
 }  // namespace strategy
