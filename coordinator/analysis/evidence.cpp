@@ -15,6 +15,32 @@ bool contains_sorted(const std::vector<int>& v, int x) {
 
 }  // namespace
 
+// What one judged group adds: fast proves every member fine (and feeds the baseline of later
+// rounds); slow is a pair record or a slow group. An unknown verdict adds nothing.
+void Planner::Impl::record_group(const std::vector<int>& g, std::int64_t round, double figure,
+                                 const Judgement& j) {
+  if (j.verdict == Verdict::Fast) {
+    record_fast(g, round, figure);
+    history.add(static_cast<int>(g.size()), cfg.size_bytes, to_cost(figure, cfg.outliers.direction));
+    return;
+  }
+  if (j.verdict != Verdict::Slow) return;
+  if (g.size() == 2) {
+    record_slow_pair(g[0], g[1], round, j.slowness, figure);
+  } else {
+    auto m = g;
+    std::sort(m.begin(), m.end());
+    slow_groups.push_back({round, std::move(m), j.slowness});
+  }
+  nlohmann::json e = {{"size", g.size()}, {"judgement", j}};
+  if (g.size() <= 8) {
+    std::vector<std::string> nm;
+    for (int u : g) nm.push_back(name(u));
+    e["members"] = nm;
+  }
+  (*story.current)["slow"].push_back(e);
+}
+
 void Planner::Impl::record_fast(const std::vector<int>& members, std::int64_t round, double) {
   for (int u : members) {
     auto& d = nodes[u];
@@ -123,6 +149,17 @@ void Planner::Impl::count_link_votes() {
     l.group_votes = votes;
     update_link(a, b);
   }
+}
+
+// Before certification a slow group holding a candidate may be slow for another reason, so only
+// candidates that pair tests alone speak for are decided; after it, group votes count as well.
+void Planner::Impl::update_links() {
+  if (cert.certified) {
+    count_link_votes();
+    return;
+  }
+  for (auto [a, b] : candidate_links())
+    if (!has_group_evidence(a, b)) update_link(a, b);
 }
 
 bool Planner::Impl::has_group_evidence(int a, int b) const {

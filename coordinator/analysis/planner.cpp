@@ -1,8 +1,9 @@
-// Planner: rounds in, rounds out. Node verdicts and the order of work in a round live here; the
-// group-testing search and the certification sweep are in search.cpp, findings in report.cpp.
+// Planner: rounds in, rounds out. next() asks the round strategies (strategies.hpp) in priority
+// order; observe() turns a round's outcomes into evidence (evidence.cpp) and routes search outcomes
+// back to the split strategy. Findings are in report.cpp.
 #include <algorithm>
 #include <cmath>
-#include <numeric>
+#include <set>
 #include <stdexcept>
 
 #include "coordinator/analysis/strategies.hpp"
@@ -68,21 +69,23 @@ std::optional<RoundPlan> Planner::next() {
   if (s.book.observed >= s.book.max_rounds) {
     s.book.finished = true;
     s.book.finish_note = "stopped after max_rounds=" + std::to_string(s.book.max_rounds) +
-                    "; unresolved suspects are listed in the story";
+                         "; unresolved suspects are listed in the story";
     return std::nullopt;
   }
 
   RoundDraft round(s.n);
+  // The opening round types own their rounds: all-pairs in Full mode until every pair is tested,
+  // the screen once in Adaptive mode.
   strategy::all_pairs(s, round);
   strategy::screen(s, round);
-
-  if (round.empty() && (s.screen.done || s.cfg.mode == Mode::Full)) {
-    for (int attempt = 0; attempt < 2 && round.empty(); ++attempt) {
-      strategy::resolve(s, round);
-
-      strategy::split(s, round);
-      strategy::certify(s, round);
-    }
+  // The follow-ups share a round in priority order, each taking the nodes the earlier ones left
+  // free. A pass that plans nothing can still move state on (certification ends, which makes link
+  // retests due; a sweep round whose groups all lost a member is skipped), so a second pass is
+  // asked before the planner stops.
+  for (int pass = 0; pass < 2 && round.empty(); ++pass) {
+    strategy::resolve(s, round);
+    strategy::split(s, round);
+    strategy::certify(s, round);
   }
 
   if (round.empty()) {
@@ -100,13 +103,12 @@ std::optional<RoundPlan> Planner::next() {
   return plan;
 }
 
-void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes) {
-  auto& s = *impl_;
-  auto pit = s.book.pending.find(plan.id);
-  if (pit == s.book.pending.end()) throw std::invalid_argument("planner: round was not planned or already observed");
-  if (pit->second.size() != plan.groups.size()) throw std::invalid_argument("planner: plan does not match the planned round");
+namespace {
 
-  // Match outcomes to planned groups by their members.
+// Outcomes in plan order, matched by members since the caller may return them in any order.
+// Throws before the planner's state changes, so the round can be observed again.
+std::vector<const GroupOutcome*> match_outcomes(const RoundPlan& plan,
+                                                const std::vector<GroupOutcome>& outcomes) {
   std::map<std::vector<int>, std::size_t> by_members;
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     auto m = outcomes[i].members;
@@ -127,76 +129,65 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
                                   std::to_string(plan.id));
     out[i] = &outcomes[it->second];
   }
+  return out;
+}
+
+}  // namespace
+
+void Planner::Impl::open_story_entry(const RoundPlan& plan) {
+  story.rounds.push_back({{"round", plan.id}, {"kind", plan.kind}, {"reason", plan.reason},
+                          {"groups", plan.groups.size()}, {"slow", nlohmann::json::array()},
+                          {"lost", nlohmann::json::array()}, {"concluded", nlohmann::json::array()}});
+  story.current = &story.rounds.back();
+  std::map<std::string, int> sizes;
+  for (const auto& g : plan.groups) ++sizes[std::to_string(g.size())];
+  (*story.current)["group_sizes"] = sizes;
+}
+
+std::vector<Judgement> Planner::Impl::judge(const RoundPlan& plan,
+                                            const std::vector<const GroupOutcome*>& out) const {
+  std::vector<GroupSample> samples(plan.groups.size());
+  for (std::size_t i = 0; i < plan.groups.size(); ++i) {
+    samples[i] = {static_cast<int>(plan.groups[i].size()), cfg.size_bytes, out[i]->value,
+                  out[i]->timed_out};
+  }
+  OutlierConfig rules = cfg.outliers;
+  if (plan.id == screen.round) rules.z_cutoff = std::min(rules.z_cutoff, cfg.screen_z_cutoff);
+  return classify_round(samples, rules, &history);
+}
+
+void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes) {
+  auto& s = *impl_;
+  auto pit = s.book.pending.find(plan.id);
+  if (pit == s.book.pending.end()) throw std::invalid_argument("planner: round was not planned or already observed");
+  if (pit->second.size() != plan.groups.size()) throw std::invalid_argument("planner: plan does not match the planned round");
+  const auto out = match_outcomes(plan, outcomes);
   const std::vector<Tag> tags = std::move(pit->second);
   s.book.pending.erase(pit);
 
-  s.story.rounds.push_back({{"round", plan.id}, {"kind", plan.kind}, {"reason", plan.reason},
-                     {"groups", plan.groups.size()}, {"slow", nlohmann::json::array()},
-                     {"lost", nlohmann::json::array()}, {"concluded", nlohmann::json::array()}});
-  s.story.current = &s.story.rounds.back();
-  {
-    std::map<std::string, int> sizes;
-    for (const auto& g : plan.groups) ++sizes[std::to_string(g.size())];
-    (*s.story.current)["group_sizes"] = sizes;
-  }
-
+  s.open_story_entry(plan);
   for (const auto* o : out)
     for (int u : o->missing)
       if (u >= 0 && u < s.n) s.mark_lost(u, plan.id);
-
-  std::vector<GroupSample> samples(plan.groups.size());
-  for (std::size_t i = 0; i < plan.groups.size(); ++i) {
-    samples[i] = {static_cast<int>(plan.groups[i].size()), s.cfg.size_bytes, out[i]->value,
-                  out[i]->timed_out};
-  }
-  OutlierConfig rules = s.cfg.outliers;
-  if (plan.id == s.screen.round) rules.z_cutoff = std::min(rules.z_cutoff, s.cfg.screen_z_cutoff);
-  const auto judged = classify_round(samples, rules, &s.history);
+  const auto judged = s.judge(plan, out);
 
   std::map<int, std::vector<std::pair<Tag, Verdict>>> item_results;
   std::set<int> items_with_lost;
   for (std::size_t i = 0; i < plan.groups.size(); ++i) {
-    const auto& g = plan.groups[i];
-    const auto& j = judged[i];
     const bool has_missing = !out[i]->missing.empty();
     if (tags[i].kind == Tag::ItemTest) {
       if (has_missing) items_with_lost.insert(tags[i].item);
-      else item_results[tags[i].item].emplace_back(tags[i], j.verdict);
+      else item_results[tags[i].item].emplace_back(tags[i], judged[i].verdict);
     }
     if (has_missing) continue;  // the survivors' figure says nothing: they are tested again
-    const double figure = out[i]->value.value_or(0.0);
-    if (j.verdict == Verdict::Fast) {
-      s.record_fast(g, plan.id, figure);
-      s.history.add(static_cast<int>(g.size()), s.cfg.size_bytes,
-                    to_cost(figure, s.cfg.outliers.direction));
-    } else if (j.verdict == Verdict::Slow) {
-      if (g.size() == 2) {
-        s.record_slow_pair(g[0], g[1], plan.id, j.slowness, figure);
-      } else {
-        auto m = g;
-        std::sort(m.begin(), m.end());
-        s.slow_groups.push_back({plan.id, std::move(m), j.slowness});
-      }
-      nlohmann::json e = {{"size", g.size()}, {"judgement", j}};
-      if (g.size() <= 8) {
-        std::vector<std::string> nm;
-        for (int u : g) nm.push_back(s.name(u));
-        e["members"] = nm;
-      }
-      (*s.story.current)["slow"].push_back(e);
-    }
+    s.record_group(plan.groups[i], plan.id, out[i]->value.value_or(0.0), judged[i]);
   }
 
   s.reevaluate_nodes(plan.id);
   for (auto& [id, res] : item_results)
     if (!items_with_lost.count(id) && s.search.items.count(id)) strategy::observe_split(s, id, res);
   s.strip_lost_from_items();
-  if (s.cert.certified) {
-    s.count_link_votes();
-  } else {
-    for (auto [a, b] : s.candidate_links())
-      if (!s.has_group_evidence(a, b)) s.update_link(a, b);
-  }
+  s.update_links();
 
   s.book.tests += static_cast<std::int64_t>(plan.groups.size());
   ++s.book.observed;
