@@ -21,7 +21,8 @@ void Planner::Impl::record_group(const std::vector<int>& g, std::int64_t round, 
                                  const Judgement& j) {
   if (j.verdict == Verdict::Fast) {
     record_fast(g, round, figure);
-    history.add(static_cast<int>(g.size()), cfg.size_bytes, to_cost(figure, cfg.outliers.direction));
+    history.add(static_cast<int>(g.size()), cfg.size_bytes,
+                to_cost(figure, cfg.outliers.direction));
     return;
   }
   if (j.verdict != Verdict::Slow) return;

@@ -163,10 +163,12 @@ struct Planner::Impl : Setup, Evidence {
   std::string link_id(int a, int b) const;
   void note(const std::string& s);
   void open_story_entry(const RoundPlan& plan);
-  std::vector<Judgement> judge(const RoundPlan& plan, const std::vector<const GroupOutcome*>& out) const;
+  std::vector<Judgement> judge(const RoundPlan& plan,
+                               const std::vector<const GroupOutcome*>& out) const;
 
   // evidence.cpp
-  void record_group(const std::vector<int>& g, std::int64_t round, double figure, const Judgement& j);
+  void record_group(const std::vector<int>& g, std::int64_t round, double figure,
+                    const Judgement& j);
   void record_fast(const std::vector<int>& members, std::int64_t round, double figure);
   void record_slow_pair(int a, int b, std::int64_t round, double slowness, double figure);
   void reevaluate_nodes(std::int64_t round);

@@ -1,13 +1,13 @@
 // Certify: once no search or suspect is left, test groups that together hold every pair of good
-// nodes except the link candidates. The search's inference "one slow sub-block, so drop the others"
-// assumes one fault per item; certification re-tests everything it dropped, and a slow
-// certification group starts a new search, so a second fault cannot hide. When the sweep is through,
-// every pair has been tested: slow groups explained by one candidate alone become votes for it.
+// nodes except the link candidates. The search's inference "one slow sub-block, so drop the
+// others" assumes one fault per item; certification re-tests everything it dropped, and a slow
+// certification group starts a new search, so a second fault cannot hide. When the sweep is
+// through, every pair has been tested: slow groups explained by one candidate alone become votes.
 //
-// Endpoints of the candidates are coloured so that no candidate has both ends in one colour. Round c
-// holds every other good node together with the endpoints of colour c; pairs of endpoints of two
-// different colours (other than the candidates) ride along as pair groups in a third colour's round,
-// or get pair rounds of their own. One candidate: 2 rounds; two: 3.
+// Endpoints of the candidates are coloured so that no candidate has both ends in one colour.
+// Round c holds every other good node together with the endpoints of colour c; pairs of endpoints
+// of two different colours (other than the candidates) ride along as pair groups in a third
+// colour's round, or get pair rounds of their own. One candidate: 2 rounds; two: 3.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -82,8 +82,8 @@ Pairs place_endpoint_pairs(std::vector<CertRound>& rounds, Colouring& col, const
       if (col.colour[a] == col.colour[b] || bad.count({a, b})) continue;
       bool placed = false;
       for (int c = 0; c < col.colours && !placed; ++c) {
-        if (col.colour[a] == c || col.colour[b] == c || in_small[c].count(a) || in_small[c].count(b))
-          continue;
+        if (col.colour[a] == c || col.colour[b] == c) continue;
+        if (in_small[c].count(a) || in_small[c].count(b)) continue;
         rounds[c].push_back({a, b});
         in_small[c].insert({a, b});
         placed = true;
@@ -189,7 +189,8 @@ void certify(Planner::Impl& s, RoundDraft& round) {
 
 void certification_group_slow(Planner::Impl& s, std::size_t size) {
   ++s.cert.failures;
-  s.note("certification group of " + std::to_string(size) + " is slow: another fault, searching it");
+  s.note("certification group of " + std::to_string(size) +
+         " is slow: another fault, searching it");
 }
 
 }  // namespace kiln::analysis::strategy

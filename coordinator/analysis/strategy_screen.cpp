@@ -24,8 +24,9 @@ void screen(Planner::Impl& s, RoundDraft& round) {
   }
   s.screen.done = true;
   s.screen.round = s.book.next_id;
+  const bool one_left = order.size() % k == 1;
   round.reason = "screen: every node in a group of " + std::to_string(k) +
-                 (order.size() % k == 1 ? " (one node sits out and is paired with a known-good node next)" : "");
+                 (one_left ? " (one node sits out and is paired with a known-good node next)" : "");
 }
 
 }  // namespace kiln::analysis::strategy

@@ -1,9 +1,9 @@
 // Split: the group-testing search for bad links (and for slow nodes inside screening groups larger
 // than a pair).
 //
-// An all-to-all group is slow iff it holds a bad node or both ends of a bad link, so a group test is
-// an edge-detecting query. The search keeps items of candidate pairs: a clique (all pairs of a set)
-// or a bundle of node-disjoint bicliques p x q whose sides are each known clean. Each round splits
+// An all-to-all group is slow iff it holds a bad node or both ends of a bad link, so a group test
+// is an edge-detecting query. The search keeps items of candidate pairs: a clique (all pairs of a
+// set) or a bundle of node-disjoint bicliques p x q whose sides are each known clean. Each round splits
 // every positive item at once:
 //   clique S  -> test both halves; a slow half is searched on; if neither half is slow the bad pair
 //                crosses the cut: biclique (S1, S2);
@@ -193,7 +193,8 @@ void observe_untested(Planner::Impl& s, Item it, std::optional<Verdict> v) {
   it.positive = true;
   if (it.origin == "idle-sweep") {
     s.search.idle_tested = 0;
-    s.note("the idle nodes of a search are slow together: a second fault, searching it in parallel");
+    s.note("the idle nodes of a search are slow together: a second fault, searching it in "
+           "parallel");
   }
   if (it.origin == "cert") certification_group_slow(s, size);
   s.add_item(std::move(it));
@@ -258,7 +259,8 @@ void split(Planner::Impl& s, RoundDraft& round) {
   sweep_idle(s, round);
 }
 
-void observe_split(Planner::Impl& s, int item, const std::vector<std::pair<Tag, Verdict>>& results) {
+void observe_split(Planner::Impl& s, int item,
+                   const std::vector<std::pair<Tag, Verdict>>& results) {
   Item it = s.search.items.at(item);
   if (!it.positive) {
     observe_untested(s, std::move(it), verdict_of(results, 0, 0));
