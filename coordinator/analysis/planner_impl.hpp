@@ -1,5 +1,24 @@
-// Internal state of the Planner, shared by planner.cpp (rounds), search.cpp (group-testing
-// search and certification) and report.cpp (findings). Not part of the API.
+// Internal state of the Planner. Not part of the API.
+//
+// Structure: Planner::Impl owns all the state; each round type is a strategy unit (strategies.hpp,
+// strategy_*.cpp) that reads the state and adds groups to the round being drafted, or nothing.
+//   next()      asks the strategies in priority order: all-pairs (Full) or screen (Adaptive) open
+//               the campaign, then resolve, split and certify share each later round. planner.cpp
+//   observe()   turns a round's outcomes into evidence, then routes each search item's outcome back
+//               to the split strategy (which passes slow certification groups on to certify).
+//               planner.cpp, evidence.cpp
+//   findings()  reads the evidence alone. report.cpp
+//
+// The state, by what it is about:
+//   Setup        what the planner was given: node count, config, switches, host names
+//   Evidence     what the rounds have shown: per-node data, link candidates, slow groups, and the
+//                history of fast figures that later rounds are judged against
+//   RoundBook    round bookkeeping: ids, counts, the round planned but not observed, the end
+//   ScreenState, CircleState, SearchState (search items), CertState (certification sweep):
+//                each strategy's own progress
+//   Story        the round-by-round story
+// Setup and Evidence are bases of Impl, so their fields read as plain names (n, cfg, nodes, links)
+// in every unit, report.cpp included.
 #pragma once
 
 #include <map>
@@ -63,7 +82,7 @@ struct Item {
   int id = 0;
   std::vector<Block> blocks;
   bool positive = false;
-  std::string origin;  // screen | link-search | cert | split
+  std::string origin;  // screen | link-search | idle-sweep | cert | split
 };
 
 // What a planned group is for, so its outcome reaches the right bookkeeping.
