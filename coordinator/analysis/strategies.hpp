@@ -10,6 +10,11 @@
 //                                      sweep the nodes it left idle
 //   certify    strategy_certify.cpp    once nothing else is in flight: every pair of good nodes
 //                                      but the link candidates, in a few all-to-all groups
+//
+// The order is the priority: a node taken by one strategy is busy for the rest of the round. So a
+// search whose split needs a node that resolve paired with a suspect waits a round, never the
+// suspect; certify, last, plans only a round nobody else wanted, since it must see the candidates
+// and good set that the others leave behind.
 #pragma once
 
 #include <string>
@@ -54,8 +59,10 @@ void resolve(Planner::Impl& s, RoundDraft& round);
 void split(Planner::Impl& s, RoundDraft& round);
 void certify(Planner::Impl& s, RoundDraft& round);
 
-// Outcomes routed back to a strategy.
-void observe_split(Planner::Impl& s, int item, const std::vector<std::pair<Tag, Verdict>>& results);
+// Outcomes routed back to a strategy. Resolve and all-pairs groups need none: their pair results
+// are evidence (evidence.cpp), which is all those strategies read.
+void observe_split(Planner::Impl& s, int item,
+                   const std::vector<std::pair<Tag, Verdict>>& results);
 void certification_group_slow(Planner::Impl& s, std::size_t size);
 
 }  // namespace strategy
