@@ -82,7 +82,7 @@ void Planner::Impl::mark_lost(int u, std::int64_t round) {
 
 // A node is bad when it was slow with enough distinct partners that are fine elsewhere, and with
 // more of them than it was ever fast. A slow pair whose two ends are both fine elsewhere says
-// nothing against either node: it is a link candidate (search.cpp).
+// nothing against either node: it is a link candidate (below).
 void Planner::Impl::reevaluate_nodes(std::int64_t round) {
   // Whether a partner counts as known-good depends on the other verdicts, so settle them together;
   // a verdict whose partners later turn out bad is withdrawn.

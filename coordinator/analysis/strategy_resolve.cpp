@@ -1,7 +1,8 @@
-// Resolve: pair tests for what the evidence cannot decide yet. Every suspect (a node in a slow
-// pair, or one never tested) meets a known-good partner it has not met, all suspects in the same
-// round, so each round can add one vote per suspect; a suspect that runs out of tests or partners
-// is left unresolved rather than guessed at. Link candidates short of votes are retested as pairs.
+// Resolve: pair tests for what the evidence cannot decide yet. Every suspect (a node outside any
+// search that was never in a fast group: one from a slow pair, or one never tested) meets a
+// known-good partner it has not met, all suspects in the same round, so each round can add one vote
+// per suspect; a suspect that runs out of tests or partners is left unresolved rather than guessed
+// at. Link candidates short of votes are retested as pairs.
 #include <algorithm>
 #include <set>
 
