@@ -80,8 +80,8 @@ std::optional<RoundPlan> Planner::next() {
   strategy::screen(s, round);
   // The follow-ups share a round in priority order, each taking the nodes the earlier ones left
   // free. A pass that plans nothing can still move state on (certification ends, which makes link
-  // retests due; a sweep round whose groups all lost a member is skipped), so a second pass is
-  // asked before the planner stops.
+  // retests due; a certification round whose every group holds a node no longer good is skipped),
+  // so a second pass is asked before the planner stops.
   for (int pass = 0; pass < 2 && round.empty(); ++pass) {
     strategy::resolve(s, round);
     strategy::split(s, round);
