@@ -69,6 +69,75 @@ std::optional<History::Ref> History::reference(int group_size, std::int64_t size
   return Ref{median(logs), widen(mad_sigma(logs), logs.size()), logs.size()};
 }
 
+namespace {
+
+struct Baseline {
+  double log_exp = 0.0;
+  double sigma = 0.0;
+  std::string basis;
+};
+
+// 1. A spec for this message size. The spread still matters when the spec is a typical figure
+// rather than a limit: the history's when it rests on at least as many groups as this round.
+void judge_by_spec(const std::vector<double>& logs, const std::vector<std::size_t>& idx, double spec,
+                   const std::optional<History::Ref>& h, const OutlierConfig& cfg, double rel_limit,
+                   std::vector<Judgement>& out) {
+  const double log_exp = std::log(to_cost(spec, cfg.direction));
+  double sigma = cfg.min_rel_sigma;
+  if (h && h->count >= logs.size()) sigma = std::max(sigma, h->log_sigma);
+  else if (static_cast<int>(logs.size()) >= cfg.min_peers_for_spread)
+    sigma = std::max(sigma, fast_side_sigma(logs));
+  else if (h) sigma = std::max(sigma, h->log_sigma);
+  for (std::size_t k = 0; k < idx.size(); ++k) {
+    const double d = logs[k] - log_exp;
+    const bool slow = cfg.spec_is_limit ? d > 0.0 : (d > rel_limit && d / sigma >= cfg.z_cutoff);
+    out[idx[k]] = {slow ? Verdict::Slow : Verdict::Fast, spec, std::exp(d), d / sigma, "spec"};
+  }
+}
+
+// 2. Peers, unless every peer is slow against history (no peer baseline in an all-slow round).
+Baseline peer_baseline(const std::vector<double>& logs, const History::Ref* hist,
+                       const OutlierConfig& cfg, double rel_limit) {
+  const double med = median(logs);
+  if (hist && med - hist->log_median > rel_limit)
+    return {hist->log_median, hist->log_sigma, "history(all-slow)"};
+  Baseline b;
+  b.log_exp = med;
+  // The history's spread when it rests on more groups than this round has.
+  const bool own_spread = !hist || (static_cast<int>(logs.size()) >= cfg.min_peers_for_spread &&
+                                    logs.size() > hist->count);
+  b.sigma = own_spread ? fast_side_sigma(logs) : hist->log_sigma;
+  b.basis = "peers";
+  // Groups far faster than the median mean the median is made of slow groups (more than
+  // half are slow, e.g. every node under one switch): re-centre on the fast cluster.
+  // Twice the relative cutoff: noise alone does not put two groups that far below.
+  std::vector<double> fast;
+  for (double x : logs)
+    if (x - med < -2.0 * rel_limit) fast.push_back(x);
+  if (fast.size() >= 2 && fast.size() * 10 >= logs.size()) {
+    b.log_exp = median(fast);
+    b.sigma = fast_side_sigma(fast);
+    if (hist) b.sigma = std::max(b.sigma, hist->log_sigma);
+    b.basis = "peers(fast cluster)";
+  }
+  return b;
+}
+
+// Without a spec: peers, else history, else the faster of two groups; nothing when none applies.
+std::optional<Baseline> baseline(const std::vector<double>& logs, const History::Ref* hist,
+                                 const OutlierConfig& cfg, double rel_limit) {
+  if (static_cast<int>(logs.size()) >= cfg.min_peers)
+    return peer_baseline(logs, hist, cfg, rel_limit);
+  if (hist) return Baseline{hist->log_median, hist->log_sigma, "history"};
+  // Two groups and nothing else to go by (a tiny cluster, or a timeout took a peer): the
+  // faster one is the reference and only the relative cutoff can speak.
+  if (logs.size() >= 2)
+    return Baseline{*std::min_element(logs.begin(), logs.end()), cfg.min_rel_sigma, "fastest peer"};
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::vector<Judgement> classify_round(const std::vector<GroupSample>& groups,
                                       const OutlierConfig& cfg, const History* history) {
   std::vector<Judgement> out(groups.size());
@@ -93,79 +162,26 @@ std::vector<Judgement> classify_round(const std::vector<GroupSample>& groups,
     std::vector<double> logs;
     logs.reserve(idx.size());
     for (auto i : idx) logs.push_back(std::log(to_cost(*groups[i].value, cfg.direction)));
-
-    // 1. Spec for this message size.
+    const std::optional<History::Ref> hist =
+        history ? history->reference(key.first, key.second) : std::nullopt;
     if (auto s = cfg.spec.find(key.second); s != cfg.spec.end()) {
-      const double log_exp = std::log(to_cost(s->second, cfg.direction));
-      std::optional<History::Ref> h = history ? history->reference(key.first, key.second) : std::nullopt;
-      double sigma = cfg.min_rel_sigma;
-      if (h && h->count >= logs.size()) sigma = std::max(sigma, h->log_sigma);
-      else if (static_cast<int>(logs.size()) >= cfg.min_peers_for_spread) sigma = std::max(sigma, fast_side_sigma(logs));
-      else if (h) sigma = std::max(sigma, h->log_sigma);
-      for (std::size_t k = 0; k < idx.size(); ++k) {
-        const double d = logs[k] - log_exp;
-        const bool slow = cfg.spec_is_limit ? d > 0.0 : (d > rel_limit && d / sigma >= cfg.z_cutoff);
-        out[idx[k]] = {slow ? Verdict::Slow : Verdict::Fast, s->second, std::exp(d), d / sigma, "spec"};
-      }
+      judge_by_spec(logs, idx, s->second, hist, cfg, rel_limit, out);
       continue;
     }
-
-    // 2. Peers, unless every peer is slow against history (no peer baseline in an all-slow round).
-    const std::optional<History::Ref> hist_opt =
-        history ? history->reference(key.first, key.second) : std::nullopt;
-    const History::Ref* hist = hist_opt ? &*hist_opt : nullptr;
-    const bool have_peers = static_cast<int>(logs.size()) >= cfg.min_peers;
-    double log_exp = 0.0, sigma = 0.0;
-    std::string basis;
-    if (have_peers) {
-      const double med = median(logs);
-      if (hist && med - hist->log_median > rel_limit) {
-        log_exp = hist->log_median;
-        sigma = hist->log_sigma;
-        basis = "history(all-slow)";
-      } else {
-        log_exp = med;
-        // The history's spread when it rests on more groups than this round has.
-        const bool own_spread = !hist || (static_cast<int>(logs.size()) >= cfg.min_peers_for_spread &&
-                                          logs.size() > hist->count);
-        sigma = own_spread ? fast_side_sigma(logs) : hist->log_sigma;
-        basis = "peers";
-        // Groups far faster than the median mean the median is made of slow groups (more than
-        // half are slow, e.g. every node under one switch): re-centre on the fast cluster.
-        // Twice the relative cutoff: noise alone does not put two groups that far below.
-        std::vector<double> fast;
-        for (double x : logs)
-          if (x - med < -2.0 * rel_limit) fast.push_back(x);
-        if (fast.size() >= 2 && fast.size() * 10 >= logs.size()) {
-          log_exp = median(fast);
-          sigma = fast_side_sigma(fast);
-          if (hist) sigma = std::max(sigma, hist->log_sigma);
-          basis = "peers(fast cluster)";
-        }
-      }
-    } else if (hist) {
-      log_exp = hist->log_median;
-      sigma = hist->log_sigma;
-      basis = "history";
-    } else if (logs.size() >= 2) {
-      // Two groups and nothing else to go by (a tiny cluster, or a timeout took a peer): the
-      // faster one is the reference and only the relative cutoff can speak.
-      log_exp = *std::min_element(logs.begin(), logs.end());
-      sigma = cfg.min_rel_sigma;
-      basis = "fastest peer";
-    } else {
+    const auto b = baseline(logs, hist ? &*hist : nullptr, cfg, rel_limit);
+    if (!b) {
       for (auto i : idx) out[i] = {Verdict::Unknown, 0.0, 0.0, 0.0, "none"};
       continue;
     }
-    sigma = std::max(sigma, cfg.min_rel_sigma);
-    const double expected_cost = std::exp(log_exp);
+    const double sigma = std::max(b->sigma, cfg.min_rel_sigma);
+    const double expected_cost = std::exp(b->log_exp);
     const double expected =
         cfg.direction == Direction::LowerIsBetter ? expected_cost : 1.0 / expected_cost;
     for (std::size_t k = 0; k < idx.size(); ++k) {
-      const double d = logs[k] - log_exp;
+      const double d = logs[k] - b->log_exp;
       const double z = d / sigma;
       const bool slow = d > rel_limit && z >= cfg.z_cutoff;
-      out[idx[k]] = {slow ? Verdict::Slow : Verdict::Fast, expected, std::exp(d), z, basis};
+      out[idx[k]] = {slow ? Verdict::Slow : Verdict::Fast, expected, std::exp(d), z, b->basis};
     }
   }
   return out;

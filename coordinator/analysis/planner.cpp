@@ -1,32 +1,29 @@
-// Planner: rounds in, rounds out. Node verdicts and the order of work in a round live here; the
-// group-testing search and the certification sweep are in search.cpp, findings in report.cpp.
+// Planner: rounds in, rounds out. next() asks the round strategies (strategies.hpp) in priority
+// order; observe() turns a round's outcomes into evidence (evidence.cpp) and routes search outcomes
+// back to the split strategy. Findings are in report.cpp.
 #include <algorithm>
 #include <cmath>
-#include <numeric>
+#include <set>
 #include <stdexcept>
 
-#include "coordinator/analysis/planner_impl.hpp"
+#include "coordinator/analysis/strategies.hpp"
 
 namespace kiln::analysis {
 
-std::pair<std::vector<int>, std::vector<int>> halves(const std::vector<int>& v) {
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() + 1) / 2);
-  return {std::vector<int>(v.begin(), mid), std::vector<int>(mid, v.end())};
-}
-
 Planner::Impl::Impl(int n_, PlannerConfig c, std::vector<Switch> topo, std::vector<std::string> nm)
-    : n(n_), cfg(std::move(c)), topology(std::move(topo)), names(std::move(nm)), rng(cfg.seed),
-      history(cfg.outliers.size_invariant), nodes(static_cast<std::size_t>(n_)) {
+    : Setup{n_, std::move(c), std::move(topo), std::move(nm)},
+      Evidence(n_, cfg.outliers.size_invariant),
+      rng(cfg.seed) {
   if (n < 0) throw std::invalid_argument("planner: negative node count");
   if (!names.empty() && static_cast<int>(names.size()) != n)
     throw std::invalid_argument("planner: names must have one entry per node");
   cfg.votes = std::max(1, cfg.votes);
   cfg.screen_group_size = std::max(2, cfg.screen_group_size);
   const int log2n = n > 1 ? static_cast<int>(std::ceil(std::log2(static_cast<double>(n)))) : 1;
-  max_rounds = cfg.max_rounds > 0 ? cfg.max_rounds : 4 * log2n + 24;
+  book.max_rounds = cfg.max_rounds > 0 ? cfg.max_rounds : 4 * log2n + 24;
   if (cfg.mode == Mode::Full) {
     // The circle method needs N N-1 rounds, not O(log N): allow them plus retests.
-    max_rounds = std::max<std::int64_t>(max_rounds, n + 4 * cfg.votes + 8);
+    book.max_rounds = std::max<std::int64_t>(book.max_rounds, n + 4 * cfg.votes + 8);
   }
 }
 
@@ -41,90 +38,9 @@ std::string Planner::Impl::link_id(int a, int b) const {
 
 // Conclusions reached while planning (after round r was observed) belong to round r's entry.
 void Planner::Impl::note(const std::string& s) {
-  if (story_round) (*story_round)["concluded"].push_back(s);
-  else if (!story.empty()) story.back()["concluded"].push_back(s);
-  else early_notes.push_back(s);
-}
-
-void Planner::Impl::record_fast(const std::vector<int>& members, std::int64_t round, double) {
-  for (int u : members) {
-    auto& d = nodes[u];
-    if (d.fast++ == 0) {
-      d.first_fast_round = round;
-      d.first_fast_size = static_cast<int>(members.size());
-      if (!d.slow_pairs.empty()) note(name(u) + " is fine with another partner");
-    }
-  }
-  if (members.size() == 2) {
-    const auto key = std::minmax(members[0], members[1]);
-    if (auto it = links.find({key.first, key.second}); it != links.end()) {
-      ++it->second.fast_pair_tests;
-    }
-  }
-  if (members.size() > clean_cover.size()) {
-    clean_cover = members;
-    std::sort(clean_cover.begin(), clean_cover.end());
-  }
-}
-
-void Planner::Impl::record_slow_pair(int a, int b, std::int64_t round, double slowness,
-                                     double figure) {
-  nodes[a].slow_pairs.push_back({b, round, slowness, figure});
-  nodes[b].slow_pairs.push_back({a, round, slowness, figure});
-  auto& l = links[{std::min(a, b), std::max(a, b)}];
-  l.slow_pair_tests.emplace_back(round, slowness);
-}
-
-void Planner::Impl::mark_lost(int u, std::int64_t round) {
-  auto& d = nodes[u];
-  if (d.lost) return;
-  d.lost = true;
-  d.lost_round = round;
-  note(name(u) + " stopped reporting: lost, excluded from later rounds");
-  if (story_round) (*story_round)["lost"].push_back(name(u));
-}
-
-// A node is bad when it was slow with enough distinct partners that are fine elsewhere, and with
-// more of them than it was ever fast. A slow pair whose two ends are both fine elsewhere says
-// nothing against either node: it is a link candidate (search.cpp).
-void Planner::Impl::reevaluate_nodes(std::int64_t round) {
-  // Whether a partner counts as known-good depends on the other verdicts, so settle them together;
-  // a verdict whose partners later turn out bad is withdrawn.
-  for (int pass = 0; pass < 4; ++pass) {
-    bool changed = false;
-    for (int u = 0; u < n; ++u) {
-      auto& d = nodes[u];
-      if (d.lost || d.slow_pairs.empty()) continue;
-      std::vector<int> partners;
-      for (const auto& s : d.slow_pairs)
-        if (good(s.partner)) partners.push_back(s.partner);
-      std::sort(partners.begin(), partners.end());
-      partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
-      const int distinct = static_cast<int>(partners.size());
-      const bool bad = distinct >= cfg.votes && distinct > d.fast;
-      if (bad == d.bad) continue;
-      changed = true;
-      d.bad = bad;
-      if (bad) {
-        d.bad_round = round;
-        note(name(u) + " is slow with " + std::to_string(distinct) +
-             " known-good partners: slow node");
-      } else {
-        note(name(u) + " no longer has enough known-good partners against it");
-      }
-    }
-    if (!changed) break;
-  }
-}
-
-std::vector<int> Planner::Impl::nodes_needing_test() const {
-  std::vector<int> out;
-  for (int u = 0; u < n; ++u) {
-    const auto& d = nodes[u];
-    if (d.lost || d.bad || d.fast > 0 || d.item >= 0 || d.unresolved) continue;
-    out.push_back(u);
-  }
-  return out;
+  if (story.current) (*story.current)["concluded"].push_back(s);
+  else if (!story.rounds.empty()) story.rounds.back()["concluded"].push_back(s);
+  else story.early_notes.push_back(s);
 }
 
 Planner::Planner(int n, PlannerConfig cfg, std::vector<Switch> topology,
@@ -134,261 +50,65 @@ Planner::~Planner() = default;
 Planner::Planner(Planner&&) noexcept = default;
 Planner& Planner::operator=(Planner&&) noexcept = default;
 
-std::int64_t Planner::rounds() const { return impl_->observed_rounds; }
-std::int64_t Planner::tests() const { return impl_->tests_observed; }
-bool Planner::done() const { return impl_->finished; }
+std::int64_t Planner::rounds() const { return impl_->book.observed; }
+std::int64_t Planner::tests() const { return impl_->book.tests; }
+bool Planner::done() const { return impl_->book.finished; }
 std::string Planner::node_name(int u) const { return impl_->name(u); }
 std::vector<kiln::Finding> Planner::findings() const { return impl_->make_findings(); }
 
 nlohmann::json Planner::story() const {
-  nlohmann::json j = {{"rounds", impl_->story}, {"finished", impl_->finished}};
-  if (!impl_->finish_note.empty()) j["note"] = impl_->finish_note;
+  nlohmann::json j = {{"rounds", impl_->story.rounds}, {"finished", impl_->book.finished}};
+  if (!impl_->book.finish_note.empty()) j["note"] = impl_->book.finish_note;
   return j;
+}
+
+std::optional<RoundPlan> Planner::next() {
+  auto& s = *impl_;
+  if (s.book.finished) return std::nullopt;
+  if (!s.book.pending.empty()) throw std::logic_error("planner: observe() the previous round first");
+  if (s.book.observed >= s.book.max_rounds) {
+    s.book.finished = true;
+    s.book.finish_note = "stopped after max_rounds=" + std::to_string(s.book.max_rounds) +
+                         "; unresolved suspects are listed in the story";
+    return std::nullopt;
+  }
+
+  RoundDraft round(s.n);
+  // The opening round types own their rounds: all-pairs in Full mode until every pair is tested,
+  // the screen once in Adaptive mode.
+  strategy::all_pairs(s, round);
+  strategy::screen(s, round);
+  // The follow-ups share a round in priority order, each taking the nodes the earlier ones left
+  // free. A pass that plans nothing can still move state on (certification ends, which makes link
+  // retests due; a certification round whose every group holds a node no longer good is skipped),
+  // so a second pass is asked before the planner stops.
+  for (int pass = 0; pass < 2 && round.empty(); ++pass) {
+    strategy::resolve(s, round);
+    strategy::split(s, round);
+    strategy::certify(s, round);
+  }
+
+  if (round.empty()) {
+    s.book.finished = true;
+    return std::nullopt;
+  }
+  RoundPlan plan;
+  plan.id = s.book.next_id++;
+  const bool all_pairs = std::all_of(round.groups.begin(), round.groups.end(),
+                                     [](const auto& g) { return g.size() == 2; });
+  plan.kind = all_pairs ? "pairs" : "all_to_all";
+  plan.groups = std::move(round.groups);
+  plan.reason = std::move(round.reason);
+  s.book.pending[plan.id] = std::move(round.tags);
+  return plan;
 }
 
 namespace {
 
-struct RoundBuilder {
-  std::vector<std::vector<int>> groups;
-  std::vector<Tag> tags;
-  std::vector<char> busy;
-  explicit RoundBuilder(int n) : busy(static_cast<std::size_t>(n), 0) {}
-  bool free(const std::vector<int>& g) const {
-    return std::none_of(g.begin(), g.end(), [&](int u) { return busy[u] != 0; });
-  }
-  void add(std::vector<int> g, Tag t) {
-    for (int u : g) busy[u] = 1;
-    groups.push_back(std::move(g));
-    tags.push_back(t);
-  }
-};
-
-// Round r of the circle method over `order` (even length; -1 is the sit-out placeholder).
-std::vector<std::pair<int, int>> circle_pairs(const std::vector<int>& order, int r) {
-  const int m = static_cast<int>(order.size());
-  std::vector<int> rot(order.size());
-  rot[0] = order[0];
-  for (int i = 1; i < m; ++i) rot[i] = order[1 + (i - 1 + r) % (m - 1)];
-  std::vector<std::pair<int, int>> out;
-  for (int i = 0; i < m / 2; ++i) out.emplace_back(rot[i], rot[m - 1 - i]);
-  return out;
-}
-
-}  // namespace
-
-std::optional<RoundPlan> Planner::next() {
-  auto& s = *impl_;
-  if (s.finished) return std::nullopt;
-  if (!s.pending.empty()) throw std::logic_error("planner: observe() the previous round first");
-  if (s.observed_rounds >= s.max_rounds) {
-    s.finished = true;
-    s.finish_note = "stopped after max_rounds=" + std::to_string(s.max_rounds) +
-                    "; unresolved suspects are listed in the story";
-    return std::nullopt;
-  }
-
-  RoundBuilder rb(s.n);
-  std::string reason;
-
-  if (s.cfg.mode == Mode::Full && !s.circle_done) {
-    if (s.circle_order.empty()) {
-      for (int u = 0; u < s.n; ++u) s.circle_order.push_back(u);
-      if (s.circle_order.size() % 2 == 1) s.circle_order.push_back(-1);
-    }
-    const int total = static_cast<int>(s.circle_order.size()) - 1;
-    while (rb.groups.empty() && s.circle_round < total) {
-      for (auto [a, b] : circle_pairs(s.circle_order, s.circle_round)) {
-        if (a < 0 || b < 0 || !s.active(a) || !s.active(b)) continue;
-        rb.add({a, b}, Tag{Tag::Circle});
-      }
-      ++s.circle_round;
-      reason = "full coverage: circle-method round " + std::to_string(s.circle_round) + " of " +
-               std::to_string(total) + ", every pair exactly once";
-    }
-    if (s.circle_round >= total) s.circle_done = true;
-    if (s.circle_done) {
-      s.certified = true;  // every pair was tested directly
-      s.count_link_votes();
-    }
-  } else if (!s.screened && s.cfg.mode == Mode::Adaptive) {
-    std::vector<int> order;
-    for (int u = 0; u < s.n; ++u)
-      if (s.active(u)) order.push_back(u);
-    std::shuffle(order.begin(), order.end(), s.rng);
-    const auto k = static_cast<std::size_t>(s.cfg.screen_group_size);
-    for (std::size_t i = 0; i + 1 < order.size(); i += k) {
-      std::vector<int> g(order.begin() + static_cast<std::ptrdiff_t>(i),
-                         order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), i + k)));
-      if (g.size() < 2) break;
-      const int id = s.add_item(Item{0, {Block{g, {}}}, false, "screen"});
-      rb.add(g, Tag{Tag::ItemTest, id, 0, 0});
-    }
-    s.screened = true;
-    s.screen_round = s.next_round_id;
-    reason = "screen: every node in a group of " + std::to_string(k) +
-             (order.size() % k == 1 ? " (one node sits out and is paired with a known-good node next)" : "");
-  }
-
-  if (rb.groups.empty() && (s.screened || s.cfg.mode == Mode::Full)) {
-    for (int attempt = 0; attempt < 2 && rb.groups.empty(); ++attempt) {
-      // 1. Suspects (and nodes never tested) meet known-good partners they have not met.
-      std::vector<int> good_pool;
-      for (int u = 0; u < s.n; ++u)
-        if (s.good(u)) good_pool.push_back(u);
-      std::shuffle(good_pool.begin(), good_pool.end(), s.rng);
-      std::set<int> link_ends;
-      for (auto [a, b] : s.candidate_links()) link_ends.insert({a, b});
-      std::size_t cursor = 0;
-      int resolutions = 0;
-      auto needs = s.nodes_needing_test();
-      for (int u : needs) {
-        auto& d = s.nodes[u];
-        if (rb.busy[u]) continue;
-        if (d.resolution_tests >= s.cfg.max_tests_per_node) {
-          d.unresolved = true;
-          continue;
-        }
-        auto untried = [&](int g) {
-          return g != u && !rb.busy[g] &&
-                 std::find(d.tried.begin(), d.tried.end(), g) == d.tried.end();
-        };
-        int partner = -1;
-        for (std::size_t k = 0; k < good_pool.size() && partner < 0; ++k) {
-          const int g = good_pool[(cursor + k) % good_pool.size()];
-          if (untried(g) && !link_ends.count(g)) {
-            partner = g;
-            cursor = (cursor + k + 1) % good_pool.size();
-          }
-        }
-        for (std::size_t k = 0; k < good_pool.size() && partner < 0; ++k)
-          if (untried(good_pool[k])) partner = good_pool[k];
-        for (std::size_t k = 0; k < needs.size() && partner < 0; ++k)
-          if (untried(needs[k]) && s.nodes[needs[k]].resolution_tests < s.cfg.max_tests_per_node)
-            partner = needs[k];
-        if (partner < 0) {
-          d.unresolved = true;
-          continue;
-        }
-        d.tried.push_back(partner);
-        ++d.resolution_tests;
-        if (!s.good(partner)) {
-          s.nodes[partner].tried.push_back(u);
-          ++s.nodes[partner].resolution_tests;
-        }
-        rb.add({u, partner}, Tag{Tag::Resolve});
-        ++resolutions;
-      }
-      if (resolutions > 0)
-        reason += (reason.empty() ? "" : "; ") + std::to_string(resolutions) +
-                  " suspect(s) paired with distinct known-good nodes";
-
-      // 2. Link candidates that still lack votes: at once when only pair tests speak for them (a
-      //    slow screening pair whose ends are both fine elsewhere), otherwise once everything
-      //    else is certified and the slow groups holding them count as votes.
-      int retests = 0;
-      {
-        for (auto& [key, l] : s.links) {
-          if (l.confirmed || l.cleared || !s.good(key.first) || !s.good(key.second)) continue;
-          if (!s.certified && s.has_group_evidence(key.first, key.second)) continue;
-          if (l.retests >= s.cfg.max_tests_per_node) continue;
-          if (!rb.free({key.first, key.second})) continue;
-          ++l.retests;
-          rb.add({key.first, key.second}, Tag{Tag::LinkRetest});
-          ++retests;
-        }
-      }
-      if (retests > 0)
-        reason += (reason.empty() ? "" : "; ") + std::string("retest ") + std::to_string(retests) +
-                  " link candidate(s) for votes";
-
-      // 3. Searches in progress: split every slow group of the last round at once.
-      int splits = 0, untested = 0;
-      for (auto& [id, it] : s.items) {
-        std::vector<Tag> t;
-        auto gs = s.item_groups(it, t);
-        bool ok = !gs.empty();
-        for (const auto& g : gs) ok = ok && rb.free(g);
-        if (!ok) continue;
-        for (std::size_t i = 0; i < gs.size(); ++i) rb.add(std::move(gs[i]), t[i]);
-        (it.positive ? splits : untested) += 1;
-      }
-      if (splits > 0)
-        reason += (reason.empty() ? "" : "; ") + std::string("bisect ") + std::to_string(splits) +
-                  " slow group(s) in parallel";
-      if (untested > 0 && reason.empty()) reason = "test groups";
-
-      // 4. Links: one all-to-all group over every known-good node that is free, so that every link
-      //    among them carries traffic at once.
-      if (s.cfg.mode == Mode::Adaptive && !s.search_launched) {
-        std::vector<int> v;
-        std::set<int> cover;  // one end of every link candidate sits out
-        for (auto [a, b] : s.candidate_links())
-          if (!cover.count(a) && !cover.count(b)) cover.insert(a);
-        for (int u = 0; u < s.n; ++u)
-          if (s.good(u) && !rb.busy[u] && s.nodes[u].item < 0 && !cover.count(u)) v.push_back(u);
-        if (v.size() >= 3) {
-          std::shuffle(v.begin(), v.end(), s.rng);
-          const int id = s.add_item(Item{0, {Block{v, {}}}, false, "link-search"});
-          rb.add(v, Tag{Tag::ItemTest, id, 0, 0});
-          reason += (reason.empty() ? "" : "; ") + std::string("all-to-all over ") +
-                    std::to_string(v.size()) + " known-good nodes: any bad link among them shows";
-        }
-        s.search_launched = true;
-      }
-
-      // 4b. While searches run, the nodes they discarded sit idle. One group over all of them
-      //     finds a second bad link among them now, in parallel, instead of after the first
-      //     search and its certification.
-      if (s.cfg.mode == Mode::Adaptive && s.search_launched && !s.items.empty() && !rb.groups.empty()) {
-        std::set<int> ends;
-        for (auto [a, b] : s.candidate_links()) ends.insert({a, b});
-        std::vector<int> idle;
-        for (int u = 0; u < s.n; ++u)
-          if (s.good(u) && !rb.busy[u] && s.nodes[u].item < 0 && !ends.count(u)) idle.push_back(u);
-        if (idle.size() >= 3 && idle.size() > s.idle_tested) {
-          s.idle_tested = idle.size();
-          const int id = s.add_item(Item{0, {Block{idle, {}}}, false, "idle-sweep"});
-          rb.add(idle, Tag{Tag::ItemTest, id, 0, 0});
-          reason += "; sweep the " + std::to_string(idle.size()) + " idle known-good nodes";
-        }
-      }
-
-      // 5. Certification sweep, when nothing else is in flight.
-      if (rb.groups.empty() && s.cfg.mode == Mode::Adaptive && s.items.empty() &&
-          s.nodes_needing_test().empty()) {
-        std::vector<std::vector<int>> gs;
-        std::vector<Tag> t;
-        if (s.build_cert_round(gs, t, rb.busy)) {
-          for (std::size_t i = 0; i < gs.size(); ++i) rb.add(std::move(gs[i]), t[i]);
-          reason = "certify: groups that together hold every pair of good nodes except the " +
-                   std::to_string(s.candidate_links().size()) + " link candidate(s)";
-        }
-      }
-    }
-  }
-
-  if (rb.groups.empty()) {
-    s.finished = true;
-    return std::nullopt;
-  }
-  RoundPlan plan;
-  plan.id = s.next_round_id++;
-  const bool all_pairs = std::all_of(rb.groups.begin(), rb.groups.end(),
-                                     [](const auto& g) { return g.size() == 2; });
-  plan.kind = all_pairs ? "pairs" : "all_to_all";
-  plan.groups = std::move(rb.groups);
-  plan.reason = reason;
-  s.pending[plan.id] = std::move(rb.tags);
-  return plan;
-}
-
-void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes) {
-  auto& s = *impl_;
-  auto pit = s.pending.find(plan.id);
-  if (pit == s.pending.end()) throw std::invalid_argument("planner: round was not planned or already observed");
-  if (pit->second.size() != plan.groups.size()) throw std::invalid_argument("planner: plan does not match the planned round");
-
-  // Match outcomes to planned groups by their members.
+// Outcomes in plan order, matched by members since the caller may return them in any order.
+// Throws before the planner's state changes, so the round can be observed again.
+std::vector<const GroupOutcome*> match_outcomes(const RoundPlan& plan,
+                                                const std::vector<GroupOutcome>& outcomes) {
   std::map<std::vector<int>, std::size_t> by_members;
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     auto m = outcomes[i].members;
@@ -409,80 +129,69 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
                                   std::to_string(plan.id));
     out[i] = &outcomes[it->second];
   }
-  const std::vector<Tag> tags = std::move(pit->second);
-  s.pending.erase(pit);
+  return out;
+}
 
-  s.story.push_back({{"round", plan.id}, {"kind", plan.kind}, {"reason", plan.reason},
-                     {"groups", plan.groups.size()}, {"slow", nlohmann::json::array()},
-                     {"lost", nlohmann::json::array()}, {"concluded", nlohmann::json::array()}});
-  s.story_round = &s.story.back();
-  {
-    std::map<std::string, int> sizes;
-    for (const auto& g : plan.groups) ++sizes[std::to_string(g.size())];
-    (*s.story_round)["group_sizes"] = sizes;
+}  // namespace
+
+void Planner::Impl::open_story_entry(const RoundPlan& plan) {
+  story.rounds.push_back({{"round", plan.id}, {"kind", plan.kind}, {"reason", plan.reason},
+                          {"groups", plan.groups.size()}, {"slow", nlohmann::json::array()},
+                          {"lost", nlohmann::json::array()}, {"concluded", nlohmann::json::array()}});
+  story.current = &story.rounds.back();
+  std::map<std::string, int> sizes;
+  for (const auto& g : plan.groups) ++sizes[std::to_string(g.size())];
+  (*story.current)["group_sizes"] = sizes;
+}
+
+std::vector<Judgement> Planner::Impl::judge(const RoundPlan& plan,
+                                            const std::vector<const GroupOutcome*>& out) const {
+  std::vector<GroupSample> samples(plan.groups.size());
+  for (std::size_t i = 0; i < plan.groups.size(); ++i) {
+    samples[i] = {static_cast<int>(plan.groups[i].size()), cfg.size_bytes, out[i]->value,
+                  out[i]->timed_out};
   }
+  OutlierConfig rules = cfg.outliers;
+  if (plan.id == screen.round) rules.z_cutoff = std::min(rules.z_cutoff, cfg.screen_z_cutoff);
+  return classify_round(samples, rules, &history);
+}
 
+void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes) {
+  auto& s = *impl_;
+  auto pit = s.book.pending.find(plan.id);
+  if (pit == s.book.pending.end()) throw std::invalid_argument("planner: round was not planned or already observed");
+  if (pit->second.size() != plan.groups.size()) throw std::invalid_argument("planner: plan does not match the planned round");
+  const auto out = match_outcomes(plan, outcomes);
+  const std::vector<Tag> tags = std::move(pit->second);
+  s.book.pending.erase(pit);
+
+  s.open_story_entry(plan);
   for (const auto* o : out)
     for (int u : o->missing)
       if (u >= 0 && u < s.n) s.mark_lost(u, plan.id);
-
-  std::vector<GroupSample> samples(plan.groups.size());
-  for (std::size_t i = 0; i < plan.groups.size(); ++i) {
-    samples[i] = {static_cast<int>(plan.groups[i].size()), s.cfg.size_bytes, out[i]->value,
-                  out[i]->timed_out};
-  }
-  OutlierConfig rules = s.cfg.outliers;
-  if (plan.id == s.screen_round) rules.z_cutoff = std::min(rules.z_cutoff, s.cfg.screen_z_cutoff);
-  const auto judged = classify_round(samples, rules, &s.history);
+  const auto judged = s.judge(plan, out);
 
   std::map<int, std::vector<std::pair<Tag, Verdict>>> item_results;
   std::set<int> items_with_lost;
   for (std::size_t i = 0; i < plan.groups.size(); ++i) {
-    const auto& g = plan.groups[i];
-    const auto& j = judged[i];
     const bool has_missing = !out[i]->missing.empty();
     if (tags[i].kind == Tag::ItemTest) {
       if (has_missing) items_with_lost.insert(tags[i].item);
-      else item_results[tags[i].item].emplace_back(tags[i], j.verdict);
+      else item_results[tags[i].item].emplace_back(tags[i], judged[i].verdict);
     }
     if (has_missing) continue;  // the survivors' figure says nothing: they are tested again
-    const double figure = out[i]->value.value_or(0.0);
-    if (j.verdict == Verdict::Fast) {
-      s.record_fast(g, plan.id, figure);
-      s.history.add(static_cast<int>(g.size()), s.cfg.size_bytes,
-                    to_cost(figure, s.cfg.outliers.direction));
-    } else if (j.verdict == Verdict::Slow) {
-      if (g.size() == 2) {
-        s.record_slow_pair(g[0], g[1], plan.id, j.slowness, figure);
-      } else {
-        auto m = g;
-        std::sort(m.begin(), m.end());
-        s.slow_groups.push_back({plan.id, std::move(m), j.slowness});
-      }
-      nlohmann::json e = {{"size", g.size()}, {"judgement", j}};
-      if (g.size() <= 8) {
-        std::vector<std::string> nm;
-        for (int u : g) nm.push_back(s.name(u));
-        e["members"] = nm;
-      }
-      (*s.story_round)["slow"].push_back(e);
-    }
+    s.record_group(plan.groups[i], plan.id, out[i]->value.value_or(0.0), judged[i]);
   }
 
   s.reevaluate_nodes(plan.id);
   for (auto& [id, res] : item_results)
-    if (!items_with_lost.count(id) && s.items.count(id)) s.observe_item(id, res);
+    if (!items_with_lost.count(id) && s.search.items.count(id)) strategy::observe_split(s, id, res);
   s.strip_lost_from_items();
-  if (s.certified) {
-    s.count_link_votes();
-  } else {
-    for (auto [a, b] : s.candidate_links())
-      if (!s.has_group_evidence(a, b)) s.update_link(a, b);
-  }
+  s.update_links();
 
-  s.tests_observed += static_cast<std::int64_t>(plan.groups.size());
-  ++s.observed_rounds;
-  s.story_round = nullptr;
+  s.book.tests += static_cast<std::int64_t>(plan.groups.size());
+  ++s.book.observed;
+  s.story.current = nullptr;
 }
 
 }  // namespace kiln::analysis

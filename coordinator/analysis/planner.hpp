@@ -13,7 +13,8 @@
 //   }
 //   report(planner.findings(), planner.story());
 //
-// The algorithm is described in docs/localization.md.
+// The algorithm is described in docs/localization.md; how the code is laid out (state, round
+// strategies) at the top of planner_impl.hpp.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,24 @@
-// Internal state of the Planner, shared by planner.cpp (rounds), search.cpp (group-testing
-// search and certification) and report.cpp (findings and story). Not part of the API.
+// Internal state of the Planner. Not part of the API.
+//
+// Structure: Planner::Impl owns all the state; each round type is a strategy unit (strategies.hpp,
+// strategy_*.cpp) that reads the state and adds groups to the round being drafted, or nothing.
+//   next()      asks the strategies in priority order: all-pairs (Full) or screen (Adaptive) open
+//               the campaign, then resolve, split and certify share each later round. planner.cpp
+//   observe()   turns a round's outcomes into evidence, then routes each search item's outcome back
+//               to the split strategy (which passes slow certification groups on to certify).
+//               planner.cpp, evidence.cpp
+//   findings()  reads the evidence alone. report.cpp
+//
+// The state, by what it is about:
+//   Setup        what the planner was given: node count, config, switches, host names
+//   Evidence     what the rounds have shown: per-node data, link candidates, slow groups, and the
+//                history of fast figures that later rounds are judged against
+//   RoundBook    round bookkeeping: ids, counts, the round planned but not observed, the end
+//   ScreenState, CircleState, SearchState (search items), CertState (certification sweep):
+//                each strategy's own progress
+//   Story        the round-by-round story
+// Setup and Evidence are bases of Impl, so their fields read as plain names (n, cfg, nodes, links)
+// in every unit, report.cpp included.
 #pragma once
 
 #include <map>
@@ -63,7 +82,7 @@ struct Item {
   int id = 0;
   std::vector<Block> blocks;
   bool positive = false;
-  std::string origin;  // screen | link-search | cert | split
+  std::string origin;  // screen | link-search | idle-sweep | cert | split
 };
 
 // What a planned group is for, so its outcome reaches the right bookkeeping.
@@ -74,52 +93,85 @@ struct Tag {
   int part = 0;  // clique: half 0/1; biclique: diagonal 0/1; pair block: 0
 };
 
-struct Planner::Impl {
+// What the planner was given. Fixed once the constructor has normalised cfg.
+struct Setup {
   int n = 0;
   PlannerConfig cfg;
   std::vector<Switch> topology;
   std::vector<std::string> names;
-  std::mt19937_64 rng;
-  History history;
+};
 
-  std::vector<NodeData> nodes;
-  std::map<std::pair<int, int>, LinkData> links;
-  std::vector<SlowGroup> slow_groups;
-  std::map<int, Item> items;
-  int next_item_id = 0;
+// What the rounds have shown, whichever strategy planned them. Findings are made from this alone.
+struct Evidence {
+  Evidence(int n, bool size_invariant)
+      : nodes(static_cast<std::size_t>(n)), history(size_invariant) {}
+  std::vector<NodeData> nodes;                     // per node, indexed by node
+  std::map<std::pair<int, int>, LinkData> links;   // link candidates, keyed (low, high)
+  std::vector<SlowGroup> slow_groups;              // slow groups of more than two
+  std::vector<int> clean_cover;                    // members of the largest fast group, sorted
+  History history;                                 // fast figures, the baseline of later rounds
+};
 
-  std::int64_t next_round_id = 1;
-  std::int64_t observed_rounds = 0;
-  std::int64_t tests_observed = 0;
+// Round bookkeeping: which round comes next, what has been seen, and why the planner stopped.
+struct RoundBook {
+  std::int64_t next_id = 1;
+  std::int64_t observed = 0;
+  std::int64_t tests = 0;   // groups observed
   std::int64_t max_rounds = 0;
-  bool screened = false;
-  std::int64_t screen_round = -1;
-  bool search_launched = false;
-  std::size_t idle_tested = 0;  // size of the last sweep over nodes idle during a search
+  std::map<std::int64_t, std::vector<Tag>> pending;  // planned, not yet observed: one tag per group
   bool finished = false;
   std::string finish_note;
+};
 
-  // Full mode.
-  std::vector<int> circle_order;
-  int circle_round = 0;
-  bool circle_done = false;
+struct ScreenState {
+  bool done = false;
+  std::int64_t round = -1;  // judged with the screen's lower z cutoff
+};
 
-  // Certification sweep: rounds of groups that together hold every pair of good nodes except the
-  // candidate links. cert_rounds is rebuilt whenever the candidates or the good set change.
-  std::vector<std::vector<std::vector<int>>> cert_rounds;
-  std::size_t cert_next = 0;
-  int cert_attempts = 0;
+// Full mode's circle method.
+struct CircleState {
+  std::vector<int> order;  // node indices, padded with -1 (sits out) to an even length
+  int round = 0;           // circle rounds planned
+  bool done = false;
+};
+
+// The group-testing search: items of candidate pairs (strategy_split.cpp).
+struct SearchState {
+  std::map<int, Item> items;
+  int next_item_id = 0;
+  bool launched = false;        // the all-to-all over known-good nodes has been planned
+  std::size_t idle_tested = 0;  // size of the last sweep over nodes idle during a search
+};
+
+// Certification sweep: rounds of groups that together hold every pair of good nodes except the
+// candidate links. rounds is rebuilt whenever the candidates or the good set change.
+struct CertState {
+  std::vector<std::vector<std::vector<int>>> rounds;
+  std::size_t next = 0;
+  int attempts = 0;
+  // Every pair of good nodes has been tested (or certification gave up): from now on a slow group
+  // explained by one candidate alone is a vote for that link.
   bool certified = false;
-  std::vector<long> cert_signature;  // good set and candidates the current sweep was built for
-  int cert_failures = 0;             // certification groups that came back slow
-  std::vector<int> clean_cover;  // members of the largest fast group, sorted
+  std::vector<long> signature;  // good set and candidates the current sweep was built for
+  int failures = 0;             // certification groups that came back slow
+};
 
-  // Pending plan bookkeeping: round id -> tags per group.
-  std::map<std::int64_t, std::vector<Tag>> pending;
+struct Story {
+  nlohmann::json rounds = nlohmann::json::array();
+  nlohmann::json* current = nullptr;    // entry of the round being observed
+  std::vector<std::string> early_notes;  // conclusions before any round was observed
+};
 
-  nlohmann::json story = nlohmann::json::array();
-  nlohmann::json* story_round = nullptr;  // entry of the round being observed
-  std::vector<std::string> early_notes;   // conclusions before any round was observed
+struct Planner::Impl : Setup, Evidence {
+  // One stream for every shuffle, drawn in the order the strategies run, so a seed replays a
+  // campaign exactly.
+  std::mt19937_64 rng;
+  RoundBook book;
+  ScreenState screen;
+  CircleState circle;
+  SearchState search;
+  CertState cert;
+  Story story;
 
   Impl(int n_, PlannerConfig c, std::vector<Switch> topo, std::vector<std::string> nm);
 
@@ -129,31 +181,31 @@ struct Planner::Impl {
   std::string name(int u) const;
   std::string link_id(int a, int b) const;
   void note(const std::string& s);
+  void open_story_entry(const RoundPlan& plan);
+  std::vector<Judgement> judge(const RoundPlan& plan,
+                               const std::vector<const GroupOutcome*>& out) const;
+
+  // evidence.cpp
+  void record_group(const std::vector<int>& g, std::int64_t round, double figure,
+                    const Judgement& j);
   void record_fast(const std::vector<int>& members, std::int64_t round, double figure);
   void record_slow_pair(int a, int b, std::int64_t round, double slowness, double figure);
   void reevaluate_nodes(std::int64_t round);
   void mark_lost(int u, std::int64_t round);
   std::vector<int> nodes_needing_test() const;
-
-  // search.cpp
-  int add_item(Item it);
-  void drop_item(int id);
-  std::vector<std::vector<int>> item_groups(const Item& it, std::vector<Tag>& tags) const;
-  void observe_item(int id, const std::vector<std::pair<Tag, Verdict>>& results);
-  void strip_lost_from_items();
-  bool build_cert_round(std::vector<std::vector<int>>& groups, std::vector<Tag>& tags,
-                        std::vector<char>& busy);
-  void plan_cert();
-  void count_link_votes();
   std::vector<std::pair<int, int>> candidate_links() const;
   bool has_group_evidence(int a, int b) const;
   void update_link(int a, int b);
+  void count_link_votes();
+  void update_links();
+
+  // strategy_split.cpp: search items, which the screen and certification open as well
+  int add_item(Item it);
+  void drop_item(int id);
+  void strip_lost_from_items();
 
   // report.cpp
   std::vector<kiln::Finding> make_findings() const;
 };
-
-// Split v into two halves (first half gets the extra element).
-std::pair<std::vector<int>, std::vector<int>> halves(const std::vector<int>& v);
 
 }  // namespace kiln::analysis

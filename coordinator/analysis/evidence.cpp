@@ -1,0 +1,190 @@
+// Evidence: what the rounds have shown about nodes and links, whichever strategy planned them.
+// Node verdicts (slow with enough known-good partners) and link votes are settled here, so every
+// strategy and the findings read one account.
+#include <algorithm>
+
+#include "coordinator/analysis/planner_impl.hpp"
+
+namespace kiln::analysis {
+
+namespace {
+
+bool contains_sorted(const std::vector<int>& v, int x) {
+  return std::binary_search(v.begin(), v.end(), x);
+}
+
+}  // namespace
+
+// What one judged group adds: fast proves every member fine (and feeds the baseline of later
+// rounds); slow is a pair record or a slow group. An unknown verdict adds nothing.
+void Planner::Impl::record_group(const std::vector<int>& g, std::int64_t round, double figure,
+                                 const Judgement& j) {
+  if (j.verdict == Verdict::Fast) {
+    record_fast(g, round, figure);
+    history.add(static_cast<int>(g.size()), cfg.size_bytes,
+                to_cost(figure, cfg.outliers.direction));
+    return;
+  }
+  if (j.verdict != Verdict::Slow) return;
+  if (g.size() == 2) {
+    record_slow_pair(g[0], g[1], round, j.slowness, figure);
+  } else {
+    auto m = g;
+    std::sort(m.begin(), m.end());
+    slow_groups.push_back({round, std::move(m), j.slowness});
+  }
+  nlohmann::json e = {{"size", g.size()}, {"judgement", j}};
+  if (g.size() <= 8) {
+    std::vector<std::string> nm;
+    for (int u : g) nm.push_back(name(u));
+    e["members"] = nm;
+  }
+  (*story.current)["slow"].push_back(e);
+}
+
+void Planner::Impl::record_fast(const std::vector<int>& members, std::int64_t round, double) {
+  for (int u : members) {
+    auto& d = nodes[u];
+    if (d.fast++ == 0) {
+      d.first_fast_round = round;
+      d.first_fast_size = static_cast<int>(members.size());
+      if (!d.slow_pairs.empty()) note(name(u) + " is fine with another partner");
+    }
+  }
+  if (members.size() == 2) {
+    const auto key = std::minmax(members[0], members[1]);
+    if (auto it = links.find({key.first, key.second}); it != links.end()) {
+      ++it->second.fast_pair_tests;
+    }
+  }
+  if (members.size() > clean_cover.size()) {
+    clean_cover = members;
+    std::sort(clean_cover.begin(), clean_cover.end());
+  }
+}
+
+void Planner::Impl::record_slow_pair(int a, int b, std::int64_t round, double slowness,
+                                     double figure) {
+  nodes[a].slow_pairs.push_back({b, round, slowness, figure});
+  nodes[b].slow_pairs.push_back({a, round, slowness, figure});
+  auto& l = links[{std::min(a, b), std::max(a, b)}];
+  l.slow_pair_tests.emplace_back(round, slowness);
+}
+
+void Planner::Impl::mark_lost(int u, std::int64_t round) {
+  auto& d = nodes[u];
+  if (d.lost) return;
+  d.lost = true;
+  d.lost_round = round;
+  note(name(u) + " stopped reporting: lost, excluded from later rounds");
+  if (story.current) (*story.current)["lost"].push_back(name(u));
+}
+
+// A node is bad when it was slow with enough distinct partners that are fine elsewhere, and with
+// more of them than it was ever fast. A slow pair whose two ends are both fine elsewhere says
+// nothing against either node: it is a link candidate (below).
+void Planner::Impl::reevaluate_nodes(std::int64_t round) {
+  // Whether a partner counts as known-good depends on the other verdicts, so settle them together;
+  // a verdict whose partners later turn out bad is withdrawn.
+  for (int pass = 0; pass < 4; ++pass) {
+    bool changed = false;
+    for (int u = 0; u < n; ++u) {
+      auto& d = nodes[u];
+      if (d.lost || d.slow_pairs.empty()) continue;
+      std::vector<int> partners;
+      for (const auto& s : d.slow_pairs)
+        if (good(s.partner)) partners.push_back(s.partner);
+      std::sort(partners.begin(), partners.end());
+      partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
+      const int distinct = static_cast<int>(partners.size());
+      const bool bad = distinct >= cfg.votes && distinct > d.fast;
+      if (bad == d.bad) continue;
+      changed = true;
+      d.bad = bad;
+      if (bad) {
+        d.bad_round = round;
+        note(name(u) + " is slow with " + std::to_string(distinct) +
+             " known-good partners: slow node");
+      } else {
+        note(name(u) + " no longer has enough known-good partners against it");
+      }
+    }
+    if (!changed) break;
+  }
+}
+
+std::vector<int> Planner::Impl::nodes_needing_test() const {
+  std::vector<int> out;
+  for (int u = 0; u < n; ++u) {
+    const auto& d = nodes[u];
+    if (d.lost || d.bad || d.fast > 0 || d.item >= 0 || d.unresolved) continue;
+    out.push_back(u);
+  }
+  return out;
+}
+
+std::vector<std::pair<int, int>> Planner::Impl::candidate_links() const {
+  std::vector<std::pair<int, int>> out;
+  for (const auto& [key, l] : links)
+    if (!l.cleared && good(key.first) && good(key.second)) out.push_back(key);
+  return out;
+}
+
+// Once everything else is certified clean, a slow group holding both ends of exactly one
+// candidate, and no bad or lost node, is explained by that link alone: it counts as a vote.
+void Planner::Impl::count_link_votes() {
+  const auto cands = candidate_links();
+  for (auto [a, b] : cands) {
+    auto& l = links[{a, b}];
+    int votes = 0;
+    for (const auto& g : slow_groups) {
+      if (!contains_sorted(g.members, a) || !contains_sorted(g.members, b)) continue;
+      bool other = false;
+      for (auto [c, d] : cands)
+        if ((c != a || d != b) && contains_sorted(g.members, c) && contains_sorted(g.members, d))
+          other = true;
+      for (int u : g.members)
+        if (!active(u)) other = true;
+      if (!other) ++votes;
+    }
+    l.group_votes = votes;
+    update_link(a, b);
+  }
+}
+
+// Before certification a slow group holding a candidate may be slow for another reason, so only
+// candidates that pair tests alone speak for are decided; after it, group votes count as well.
+void Planner::Impl::update_links() {
+  if (cert.certified) {
+    count_link_votes();
+    return;
+  }
+  for (auto [a, b] : candidate_links())
+    if (!has_group_evidence(a, b)) update_link(a, b);
+}
+
+bool Planner::Impl::has_group_evidence(int a, int b) const {
+  for (const auto& g : slow_groups)
+    if (contains_sorted(g.members, a) && contains_sorted(g.members, b)) return true;
+  return false;
+}
+
+void Planner::Impl::update_link(int a, int b) {
+  {
+    auto& l = links[{a, b}];
+    if (l.confirmed || l.cleared) return;
+    const int votes = l.group_votes;
+    const int total = static_cast<int>(l.slow_pair_tests.size()) + votes;
+    if (total >= cfg.votes && total > l.fast_pair_tests) {
+      l.confirmed = true;
+      l.confirmed_round = book.next_id - 1;
+      note(link_id(a, b) + " is slow while both ends are fine with other partners: slow link (" +
+           std::to_string(total) + " votes)");
+    } else if (l.fast_pair_tests >= total) {
+      l.cleared = true;
+      note(link_id(a, b) + " is fast on retest: the earlier slow result was noise");
+    }
+  }
+}
+
+}  // namespace kiln::analysis

@@ -1,0 +1,69 @@
+// Round strategies: one unit per round type. A strategy reads the planner's state (Planner::Impl)
+// and adds the groups it wants to the round being drafted, or nothing; Planner::next() asks them
+// in priority order and Planner::observe() routes outcomes back. Not part of the API.
+//
+//   all-pairs  strategy_all_pairs.cpp  Full mode: the circle method, every pair exactly once
+//   screen     strategy_screen.cpp     Adaptive mode, first round: every node in one group
+//   resolve    strategy_resolve.cpp    suspects meet known-good partners; link candidates short of
+//                                      votes are retested as pairs
+//   split      strategy_split.cpp      the group-testing search: launch it, split every slow group,
+//                                      sweep the nodes it left idle
+//   certify    strategy_certify.cpp    once nothing else is in flight: every pair of good nodes
+//                                      but the link candidates, in a few all-to-all groups
+//
+// The order is the priority: a node taken by one strategy is busy for the rest of the round. So a
+// search whose split needs a node that resolve paired with a suspect waits a round, never the
+// suspect; certify, last, plans only a round nobody else wanted, since it must see the candidates
+// and good set that the others leave behind.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "coordinator/analysis/planner_impl.hpp"
+
+namespace kiln::analysis {
+
+// The round being drafted. Groups of a round run at the same time, so a node already in a group is
+// busy for every strategy asked after the one that placed it.
+struct RoundDraft {
+  std::vector<std::vector<int>> groups;
+  std::vector<Tag> tags;    // one per group
+  std::vector<char> busy;   // by node
+  std::string reason;       // for the story: what each strategy planned, joined by "; "
+
+  explicit RoundDraft(int n) : busy(static_cast<std::size_t>(n), 0) {}
+  bool empty() const { return groups.empty(); }
+  bool free(const std::vector<int>& g) const {
+    for (int u : g)
+      if (busy[u]) return false;
+    return true;
+  }
+  void add(std::vector<int> g, Tag t) {
+    for (int u : g) busy[u] = 1;
+    groups.push_back(std::move(g));
+    tags.push_back(t);
+  }
+  void explain(const std::string& part) {
+    if (!reason.empty()) reason += "; ";
+    reason += part;
+  }
+};
+
+namespace strategy {
+
+void all_pairs(Planner::Impl& s, RoundDraft& round);
+void screen(Planner::Impl& s, RoundDraft& round);
+void resolve(Planner::Impl& s, RoundDraft& round);
+void split(Planner::Impl& s, RoundDraft& round);
+void certify(Planner::Impl& s, RoundDraft& round);
+
+// Outcomes routed back to a strategy. Resolve and all-pairs groups need none: their pair results
+// are evidence (evidence.cpp), which is all those strategies read.
+void observe_split(Planner::Impl& s, int item,
+                   const std::vector<std::pair<Tag, Verdict>>& results);
+void certification_group_slow(Planner::Impl& s, std::size_t size);
+
+}  // namespace strategy
+}  // namespace kiln::analysis

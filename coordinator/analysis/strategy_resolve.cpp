@@ -1,0 +1,100 @@
+// Resolve: pair tests for what the evidence cannot decide yet. Every suspect (a node outside any
+// search that was never in a fast group: one from a slow pair, or one never tested) meets a
+// known-good partner it has not met, all suspects in the same round, so each round can add one vote
+// per suspect; a suspect that runs out of tests or partners is left unresolved rather than guessed
+// at. Link candidates short of votes are retested as pairs.
+#include <algorithm>
+#include <set>
+
+#include "coordinator/analysis/strategies.hpp"
+
+namespace kiln::analysis::strategy {
+
+namespace {
+
+struct PartnerPool {
+  std::vector<int> good;     // known-good nodes, shuffled
+  std::set<int> link_ends;   // ends of link candidates
+  std::size_t cursor = 0;    // where the next suspect starts looking
+};
+
+// Ends of link candidates are taken last: the link retests planned after this in the same round
+// need both ends free. Failing any known-good node, another suspect will do, since a fast result
+// still clears both.
+int pick_partner(const Planner::Impl& s, const RoundDraft& round, int u, PartnerPool& pool,
+                 const std::vector<int>& needs) {
+  const auto& tried = s.nodes[u].tried;
+  auto untried = [&](int g) {
+    return g != u && !round.busy[g] && std::find(tried.begin(), tried.end(), g) == tried.end();
+  };
+  const auto& good = pool.good;
+  for (std::size_t k = 0; k < good.size(); ++k) {
+    const int g = good[(pool.cursor + k) % good.size()];
+    if (untried(g) && !pool.link_ends.count(g)) {
+      pool.cursor = (pool.cursor + k + 1) % good.size();
+      return g;
+    }
+  }
+  for (int g : good)
+    if (untried(g)) return g;
+  for (int g : needs)
+    if (untried(g) && s.nodes[g].resolution_tests < s.cfg.max_tests_per_node) return g;
+  return -1;
+}
+
+int pair_suspects(Planner::Impl& s, RoundDraft& round) {
+  PartnerPool pool;
+  for (int u = 0; u < s.n; ++u)
+    if (s.good(u)) pool.good.push_back(u);
+  std::shuffle(pool.good.begin(), pool.good.end(), s.rng);
+  for (auto [a, b] : s.candidate_links()) pool.link_ends.insert({a, b});
+  int paired = 0;
+  const auto needs = s.nodes_needing_test();
+  for (int u : needs) {
+    auto& d = s.nodes[u];
+    if (round.busy[u]) continue;
+    const int partner = d.resolution_tests < s.cfg.max_tests_per_node
+                            ? pick_partner(s, round, u, pool, needs) : -1;
+    if (partner < 0) {
+      d.unresolved = true;
+      continue;
+    }
+    d.tried.push_back(partner);
+    ++d.resolution_tests;
+    if (!s.good(partner)) {
+      s.nodes[partner].tried.push_back(u);
+      ++s.nodes[partner].resolution_tests;
+    }
+    round.add({u, partner}, Tag{Tag::Resolve});
+    ++paired;
+  }
+  return paired;
+}
+
+// A candidate is retested at once when only pair tests speak for it (a slow screening pair whose
+// ends are both fine elsewhere). One held by a slow group waits for certification: until every
+// other pair is cleared, that group may be slow for another reason, so it is no vote yet.
+int retest_links(Planner::Impl& s, RoundDraft& round) {
+  int retests = 0;
+  for (auto& [key, l] : s.links) {
+    if (l.confirmed || l.cleared || !s.good(key.first) || !s.good(key.second)) continue;
+    if (!s.cert.certified && s.has_group_evidence(key.first, key.second)) continue;
+    if (l.retests >= s.cfg.max_tests_per_node) continue;
+    if (!round.free({key.first, key.second})) continue;
+    ++l.retests;
+    round.add({key.first, key.second}, Tag{Tag::LinkRetest});
+    ++retests;
+  }
+  return retests;
+}
+
+}  // namespace
+
+void resolve(Planner::Impl& s, RoundDraft& round) {
+  if (const int paired = pair_suspects(s, round); paired > 0)
+    round.explain(std::to_string(paired) + " suspect(s) paired with distinct known-good nodes");
+  if (const int retests = retest_links(s, round); retests > 0)
+    round.explain("retest " + std::to_string(retests) + " link candidate(s) for votes");
+}
+
+}  // namespace kiln::analysis::strategy

@@ -1,0 +1,274 @@
+// Split: the group-testing search for bad links (and for slow nodes inside screening groups larger
+// than a pair).
+//
+// An all-to-all group is slow iff it holds a bad node or both ends of a bad link, so a group test
+// is an edge-detecting query. The search keeps items of candidate pairs: a clique (all pairs of a
+// set) or a bundle of node-disjoint bicliques p x q whose sides are each known clean. Each round splits
+// every positive item at once:
+//   clique S  -> test both halves; a slow half is searched on; if neither half is slow the bad pair
+//                crosses the cut: biclique (S1, S2);
+//   bundle    -> halve both sides of every block and test the two "diagonal" sub-blocks of each
+//                (all disjoint); a slow sub-block is searched on; if none is slow the bad pair lies
+//                in the "anti-diagonal" sub-blocks, which form the next bundle without a test.
+// Either way the side length halves every round, so one bad link is pinned to a pair in about
+// log2(N) rounds. The inference "one slow sub-block, so drop the others" assumes one fault per
+// item; certification (strategy_certify.cpp) re-tests what was dropped.
+//
+// Each round this strategy continues every search in progress, launches the link search once (one
+// all-to-all group over the known-good nodes), and sweeps the nodes the searches left idle.
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "coordinator/analysis/strategies.hpp"
+
+namespace kiln::analysis {
+
+int Planner::Impl::add_item(Item it) {
+  it.id = search.next_item_id++;
+  for (const auto& b : it.blocks) {
+    for (int u : b.p) nodes[u].item = it.id;
+    for (int u : b.q) nodes[u].item = it.id;
+  }
+  const int id = it.id;
+  search.items.emplace(id, std::move(it));
+  return id;
+}
+
+void Planner::Impl::drop_item(int id) {
+  auto it = search.items.find(id);
+  if (it == search.items.end()) return;
+  for (const auto& b : it->second.blocks) {
+    for (int u : b.p)
+      if (nodes[u].item == id) nodes[u].item = -1;
+    for (int u : b.q)
+      if (nodes[u].item == id) nodes[u].item = -1;
+  }
+  search.items.erase(it);
+}
+
+// A lost or slow node leaves every item it was in; the rest of the item is searched on.
+void Planner::Impl::strip_lost_from_items() {
+  std::vector<int> ids;
+  for (const auto& [id, it] : search.items) ids.push_back(id);
+  for (int id : ids) {
+    Item it = search.items.at(id);
+    bool changed = false;
+    auto keep = [&](std::vector<int>& v) {
+      const auto before = v.size();
+      v.erase(std::remove_if(v.begin(), v.end(), [&](int u) { return !active(u); }), v.end());
+      changed = changed || v.size() != before;
+    };
+    for (auto& b : it.blocks) keep(b.p), keep(b.q);
+    if (!changed) continue;
+    drop_item(id);
+    std::erase_if(it.blocks, [](const Block& b) {
+      return b.q.empty() ? b.p.size() < 2 : (b.p.empty() || b.q.empty());
+    });
+    if (!it.blocks.empty()) add_item(std::move(it));
+  }
+}
+
+namespace strategy {
+
+namespace {
+
+using Results = std::vector<std::pair<Tag, Verdict>>;
+
+std::vector<int> join(const std::vector<int>& a, const std::vector<int>& b) {
+  std::vector<int> out(a);
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+// The first half gets the extra element.
+std::pair<std::vector<int>, std::vector<int>> halves(const std::vector<int>& v) {
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() + 1) / 2);
+  return {std::vector<int>(v.begin(), mid), std::vector<int>(mid, v.end())};
+}
+
+// The groups that test an item this round, each tagged with the block and part it tests.
+std::vector<std::vector<int>> item_groups(const Item& it, std::vector<Tag>& tags) {
+  std::vector<std::vector<int>> out;
+  if (!it.positive) {
+    const auto& b = it.blocks.front();
+    out.push_back(join(b.p, b.q));
+    tags.push_back({Tag::ItemTest, it.id, 0, 0});
+    return out;
+  }
+  for (std::size_t bi = 0; bi < it.blocks.size(); ++bi) {
+    const auto& b = it.blocks[bi];
+    const int block = static_cast<int>(bi);
+    if (b.q.empty()) {
+      auto [h0, h1] = halves(b.p);
+      if (h0.size() >= 2) out.push_back(h0), tags.push_back({Tag::ItemTest, it.id, block, 0});
+      if (h1.size() >= 2) out.push_back(h1), tags.push_back({Tag::ItemTest, it.id, block, 1});
+      continue;
+    }
+    auto [p0, p1] = halves(b.p);
+    auto [q0, q1] = halves(b.q);
+    out.push_back(join(p0, q0));
+    tags.push_back({Tag::ItemTest, it.id, block, 0});
+    if (!p1.empty() && !q1.empty()) {
+      out.push_back(join(p1, q1));
+      tags.push_back({Tag::ItemTest, it.id, block, 1});
+    }
+  }
+  return out;
+}
+
+void continue_searches(Planner::Impl& s, RoundDraft& round) {
+  int splits = 0, untested = 0;
+  for (const auto& [id, it] : s.search.items) {
+    std::vector<Tag> t;
+    auto gs = item_groups(it, t);
+    // All of an item's groups or none: the outcome is read from the whole split, and a part
+    // missing from it would count as fast.
+    bool ok = !gs.empty();
+    for (const auto& g : gs) ok = ok && round.free(g);
+    if (!ok) continue;
+    for (std::size_t i = 0; i < gs.size(); ++i) round.add(std::move(gs[i]), t[i]);
+    (it.positive ? splits : untested) += 1;
+  }
+  if (splits > 0) round.explain("bisect " + std::to_string(splits) + " slow group(s) in parallel");
+  if (untested > 0 && round.reason.empty()) round.reason = "test groups";
+}
+
+// Once: one all-to-all group over every free known-good node, so that every link among them carries
+// traffic at once. One end of every link candidate sits out, or a known candidate would make the
+// group slow by itself.
+void launch_link_search(Planner::Impl& s, RoundDraft& round) {
+  if (s.cfg.mode != Mode::Adaptive || s.search.launched) return;
+  std::vector<int> v;
+  std::set<int> cover;
+  for (auto [a, b] : s.candidate_links())
+    if (!cover.count(a) && !cover.count(b)) cover.insert(a);
+  for (int u = 0; u < s.n; ++u)
+    if (s.good(u) && !round.busy[u] && s.nodes[u].item < 0 && !cover.count(u)) v.push_back(u);
+  if (v.size() >= 3) {
+    std::shuffle(v.begin(), v.end(), s.rng);
+    const int id = s.add_item(Item{0, {Block{v, {}}}, false, "link-search"});
+    round.add(v, Tag{Tag::ItemTest, id, 0, 0});
+    round.explain("all-to-all over " + std::to_string(v.size()) +
+                  " known-good nodes: any bad link among them shows");
+  }
+  s.search.launched = true;
+}
+
+// While searches run, the nodes they discarded sit idle. One group over all of them finds a second
+// bad link among them now, in parallel, instead of after the first search and its certification.
+// It rides along in a round that runs anyway, and is repeated only when more nodes are idle than
+// the last sweep held.
+void sweep_idle(Planner::Impl& s, RoundDraft& round) {
+  if (s.cfg.mode != Mode::Adaptive || !s.search.launched || s.search.items.empty() || round.empty())
+    return;
+  std::set<int> ends;
+  for (auto [a, b] : s.candidate_links()) ends.insert({a, b});
+  std::vector<int> idle;
+  for (int u = 0; u < s.n; ++u)
+    if (s.good(u) && !round.busy[u] && s.nodes[u].item < 0 && !ends.count(u)) idle.push_back(u);
+  if (idle.size() < 3 || idle.size() <= s.search.idle_tested) return;
+  s.search.idle_tested = idle.size();
+  const int id = s.add_item(Item{0, {Block{idle, {}}}, false, "idle-sweep"});
+  round.add(idle, Tag{Tag::ItemTest, id, 0, 0});
+  round.explain("sweep the " + std::to_string(idle.size()) + " idle known-good nodes");
+}
+
+std::optional<Verdict> verdict_of(const Results& results, int block, int part) {
+  for (const auto& [t, v] : results)
+    if (t.block == block && t.part == part) return v;
+  return std::nullopt;
+}
+
+// Unknown (no baseline) counts as slow: searching on costs rounds, missing a fault costs more.
+bool slow(std::optional<Verdict> v) { return v && *v != Verdict::Fast; }
+
+// An untested item ran as one group: fast clears it, slow makes it a search.
+void observe_untested(Planner::Impl& s, Item it, std::optional<Verdict> v) {
+  if (!v) return;  // not run this round
+  const auto& b = it.blocks.front();
+  const std::size_t size = b.p.size() + b.q.size();
+  s.drop_item(it.id);
+  if (*v == Verdict::Fast || size <= 2) return;  // fast: clean; a slow pair is a pair record
+  it.positive = true;
+  if (it.origin == "idle-sweep") {
+    s.search.idle_tested = 0;
+    s.note("the idle nodes of a search are slow together: a second fault, searching it in "
+           "parallel");
+  }
+  if (it.origin == "cert") certification_group_slow(s, size);
+  s.add_item(std::move(it));
+}
+
+// A pair is not split further: a slow pair is already recorded as a pair.
+void split_clique(Planner::Impl& s, const Block& b, int block, const Results& r,
+                  std::vector<Item>& next) {
+  auto [h0, h1] = halves(b.p);
+  const bool s0 = h0.size() >= 2 && slow(verdict_of(r, block, 0));
+  const bool s1 = h1.size() >= 2 && slow(verdict_of(r, block, 1));
+  if (s0 && h0.size() > 2) next.push_back({0, {Block{h0, {}}}, true, "split"});
+  if (s1 && h1.size() > 2) next.push_back({0, {Block{h1, {}}}, true, "split"});
+  if (!s0 && !s1 && !h1.empty()) {
+    next.push_back({0, {Block{h0, h1}}, true, "split"});
+    s.note("a group of " + std::to_string(b.p.size()) +
+           " is slow but both halves are fast: a bad link crosses the cut");
+  }
+}
+
+// Whether either diagonal sub-block was slow. The anti-diagonal sub-blocks go to `anti`, where the
+// bad pair must be if no diagonal of the whole bundle was slow.
+bool split_biclique(const Block& b, int block, const Results& r, std::vector<Item>& next,
+                    std::vector<Block>& anti) {
+  auto [p0, p1] = halves(b.p);
+  auto [q0, q1] = halves(b.q);
+  const bool d0 = slow(verdict_of(r, block, 0));
+  const bool d1 = !p1.empty() && !q1.empty() && slow(verdict_of(r, block, 1));
+  if (d0 && p0.size() + q0.size() > 2) next.push_back({0, {Block{p0, q0}}, true, "split"});
+  if (d1 && p1.size() + q1.size() > 2) next.push_back({0, {Block{p1, q1}}, true, "split"});
+  if (!q1.empty()) anti.push_back({p0, q1});
+  if (!p1.empty()) anti.push_back({p1, q0});
+  return d0 || d1;
+}
+
+void split_positive(Planner::Impl& s, const Item& it, const Results& r) {
+  std::vector<Item> next;
+  std::vector<Block> anti;
+  bool bundle = false, any_slow = false;
+  for (std::size_t bi = 0; bi < it.blocks.size(); ++bi) {
+    const auto& b = it.blocks[bi];
+    const int block = static_cast<int>(bi);
+    if (b.q.empty()) {
+      split_clique(s, b, block, r, next);
+      continue;
+    }
+    bundle = true;
+    if (split_biclique(b, block, r, next, anti)) any_slow = true;
+  }
+  if (bundle && !any_slow) {
+    if (!anti.empty()) next.push_back({0, std::move(anti), true, "split"});
+    else s.note("no slow pair where one was expected: the earlier slow result was noise");
+  }
+  for (auto& x : next) s.add_item(std::move(x));
+}
+
+}  // namespace
+
+void split(Planner::Impl& s, RoundDraft& round) {
+  continue_searches(s, round);
+  launch_link_search(s, round);
+  sweep_idle(s, round);
+}
+
+void observe_split(Planner::Impl& s, int item,
+                   const std::vector<std::pair<Tag, Verdict>>& results) {
+  Item it = s.search.items.at(item);
+  if (!it.positive) {
+    observe_untested(s, std::move(it), verdict_of(results, 0, 0));
+    return;
+  }
+  s.drop_item(item);
+  split_positive(s, it, results);
+}
+
+}  // namespace strategy
+}  // namespace kiln::analysis
