@@ -2,6 +2,7 @@
 // operator sees it: the rounds a campaign runs and the findings it ends with. The cluster is a
 // noiseless model (a group is 3x slower when it holds a bad node or both ends of a bad link), so
 // every result follows from the faults alone.
+#include "common/findings.hpp"
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -67,7 +68,7 @@ Campaign run(Planner& planner, Model model,
     planner.observe(*plan, std::move(out));
   }
   c.findings = planner.findings();
-  for (const auto& f : c.findings) c.found.insert({f.code, f.entity.id});
+  for (const auto& f : c.findings) c.found.insert({kiln::to_string(f.code), f.entity.id});
   return c;
 }
 
@@ -328,7 +329,7 @@ TEST_CASE("certify: by the end every pair of healthy nodes has been in a fast gr
   });
   std::set<std::pair<std::string, std::string>> want;
   for (const auto& f : c.findings)
-    if (f.code == "node.slow") want.insert({f.code, f.entity.id});
+    if (f.code == kiln::Code::NodeSlow) want.insert({kiln::to_string(f.code), f.entity.id});
   REQUIRE(want.size() == 1);
   for (const auto& [a, b] : links) want.insert({"link.slow", node(a) + "<->" + node(b)});
   CHECK(c.found == want);
