@@ -40,7 +40,7 @@ for f in rep["findings"]:
     print(f"    {f['code']:14s} {f['entity']['kind']} {f['entity']['id']}: {f['summary'][:150]}")
 rows = [json.loads(l) for l in open(sys.argv[1].replace('report.json', 'results.jsonl'))]
 for r in rows:
-    if r["test"] == "gpu.burn" and r["metric"] == "tflops":
+    if r["test"] == "gpu.burn" and r.get("metric") == "tflops":
         print(f"    tflops {r['entity']['id']}: {r['value']:.1f} {r['status']}")
 PY
 }

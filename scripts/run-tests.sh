@@ -9,6 +9,7 @@ NODES=${KILN_TESTBED_NODES:-6}
 started=0
 if [ "$(id -u)" -eq 0 ] && [ -x "$TESTBED" ] && [ -z "${KILN_NO_TESTBED:-}" ]; then
   echo "run-tests: bringing up the SLURM testbed ($NODES nodes)"
+  "$TESTBED" down >/dev/null 2>&1 || true  # one left up by an earlier run would refuse to start
   if "$TESTBED" up "$NODES"; then
     started=1
   else

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "common/checks.hpp"
@@ -160,4 +161,23 @@ TEST_CASE("group_outcomes reads the declared figure, whichever way is better", "
   const FigureSpec bw{"bw", "GB/s", true, false};
   const auto out2 = analysis::group_outcomes(plan, rr, {0, 1, 2, 3}, {1}, bw, 8);
   CHECK(out2[0].missing == std::vector<int>{1});
+}
+
+TEST_CASE("recorded runs: each drill is judged to its fault, and only to it", "[judge][recorded]") {
+  const std::map<std::string, std::set<Key>> want{
+      {"h200-clean", {}},
+      {"h200-default", {}},
+      {"h200-bitflip", {{"gpu.sdc", "vm/gpu1"}}},
+      {"h200-slowgpu", {{"gpu.slow", "vm/gpu0"}}},
+      {"h200-hidden", {{"gpu.count", "vm"}}},
+      {"testbed-clean", {}},
+  };
+  for (const auto& [name, keys_wanted] : want) {
+    INFO(name);
+    const auto run = coord::load_run(kRuns / name);
+    CHECK(keys(analysis::judge_plan(run.ranks, run.fates, run.rounds)) == keys_wanted);
+  }
+  // Localization on the testbed: the slowed node, the slowed link.
+  CHECK(keys(replay(coord::load_run(kRuns / "testbed-slow-node"))) == std::set<Key>{{"node.slow", "node3"}});
+  CHECK(keys(replay(coord::load_run(kRuns / "testbed-bad-link"))) == std::set<Key>{{"link.slow", "node2<->node5"}});
 }
