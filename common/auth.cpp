@@ -47,15 +47,6 @@ bool equal_constant_time(const std::string& a, const std::string& b) {
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-std::string hello_mac(const std::string& secret, const std::string& nonce,
-                      const std::string& client_nonce, int rank) {
-  return hmac_sha256_hex(secret, "hello|" + nonce + "|" + client_nonce + "|" + std::to_string(rank));
-}
-
-std::string welcome_mac(const std::string& secret, const std::string& nonce,
-                        const std::string& client_nonce) {
-  return hmac_sha256_hex(secret, "welcome|" + client_nonce + "|" + nonce);
-}
 
 std::string create_secret_file(const std::filesystem::path& path) {
   const std::string secret = random_hex(32);

@@ -17,10 +17,6 @@ std::string random_hex(std::size_t bytes);  // from OpenSSL's RAND_bytes
 std::string hmac_sha256_hex(const std::string& key, const std::string& message);
 bool equal_constant_time(const std::string& a, const std::string& b);
 
-std::string hello_mac(const std::string& secret, const std::string& nonce,
-                      const std::string& client_nonce, int rank);
-std::string welcome_mac(const std::string& secret, const std::string& nonce,
-                        const std::string& client_nonce);
 
 // Creates the file exclusively with mode 0600 and a fresh 32-byte secret; returns the secret.
 std::string create_secret_file(const std::filesystem::path& path);

@@ -1,5 +1,10 @@
 #include "common/protocol.hpp"
 
+#include <cctype>
+#include <cmath>
+
+#include "common/channel.hpp"
+
 namespace kiln::proto {
 
 std::string encode_header(std::uint32_t n) {
@@ -33,6 +38,12 @@ void FrameDecoder::feed(std::string_view bytes) {
 }
 
 std::optional<nlohmann::json> FrameDecoder::next() {
+  auto body = next_body();
+  if (!body) return std::nullopt;
+  return parse_body(*body);
+}
+
+std::optional<std::string> FrameDecoder::next_body() {
   if (buffered() < kHeaderSize) return std::nullopt;
   const auto len = decode_header(reinterpret_cast<const unsigned char*>(buf_.data() + pos_));
   if (len > max_frame_)
@@ -40,16 +51,13 @@ std::optional<nlohmann::json> FrameDecoder::next() {
                         std::to_string(max_frame_));
   if (len == 0) throw ProtocolError("empty frame");
   if (buffered() < kHeaderSize + len) return std::nullopt;
-  const char* body = buf_.data() + pos_ + kHeaderSize;
-  nlohmann::json j = nlohmann::json::parse(body, body + len, nullptr, /*allow_exceptions=*/false);
+  std::string body(buf_.data() + pos_ + kHeaderSize, len);
   pos_ += kHeaderSize + len;
   if (pos_ > 65536 && pos_ * 2 > buf_.size()) {
     buf_.erase(0, pos_);
     pos_ = 0;
   }
-  if (j.is_discarded()) throw ProtocolError("frame is not valid JSON");
-  if (!j.is_object()) throw ProtocolError("message is not a JSON object");
-  return j;
+  return body;
 }
 
 std::string to_string(MsgType t) {
@@ -90,8 +98,8 @@ void from_json(const nlohmann::json& j, Challenge& m) {
 }
 
 void to_json(nlohmann::json& j, const Hello& m) {
-  j = {{"version", m.version}, {"rank", m.rank},         {"world_size", m.world_size}, {"host", m.host},
-       {"client_nonce", m.client_nonce}, {"mac", m.mac}, {"info", m.info}};
+  j = {{"version", m.version},           {"rank", m.rank}, {"world_size", m.world_size}, {"host", m.host},
+       {"client_nonce", m.client_nonce}, {"info", m.info}};
 }
 void from_json(const nlohmann::json& j, Hello& m) {
   j.at("version").get_to(m.version);
@@ -99,17 +107,22 @@ void from_json(const nlohmann::json& j, Hello& m) {
   j.at("world_size").get_to(m.world_size);
   j.at("host").get_to(m.host);
   j.at("client_nonce").get_to(m.client_nonce);
-  j.at("mac").get_to(m.mac);
+  if (m.host.empty() || m.host.size() > 255) throw ProtocolError("hello host must be 1-255 characters");
+  for (char c : m.host)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_')
+      throw ProtocolError("hello host is not a host name");
+  if (m.client_nonce.size() != 64) throw ProtocolError("hello client_nonce must be 32 bytes of hex");
   m.info = j.value("info", NodeInfo{});
 }
 
 void to_json(nlohmann::json& j, const Welcome& m) {
-  j = {{"run_id", m.run_id}, {"mac", m.mac}, {"heartbeat_s", m.heartbeat_s}};
+  j = {{"run_id", m.run_id}, {"heartbeat_s", m.heartbeat_s}};
 }
 void from_json(const nlohmann::json& j, Welcome& m) {
   j.at("run_id").get_to(m.run_id);
-  j.at("mac").get_to(m.mac);
   m.heartbeat_s = j.value("heartbeat_s", 2.0);
+  if (!std::isfinite(m.heartbeat_s) || m.heartbeat_s < 0.05 || m.heartbeat_s > 600)
+    throw ProtocolError("welcome heartbeat_s out of bounds");
 }
 
 void to_json(nlohmann::json& j, const TestSpec& m) { j = {{"key", m.key}, {"params", m.params}}; }
@@ -127,6 +140,8 @@ void from_json(const nlohmann::json& j, Round& m) {
   j.at("tests").get_to(m.tests);
   m.groups = j.value("groups", std::vector<std::vector<int>>{});
   m.deadline_s = j.value("deadline_s", 120.0);
+  if (!std::isfinite(m.deadline_s) || m.deadline_s <= 0 || m.deadline_s > 7 * 86400.0)
+    throw ProtocolError("round deadline_s must be between 0 and 604800 seconds");
 }
 
 void to_json(nlohmann::json& j, const ResultMsg& m) { j = {{"seq", m.seq}, {"result", m.result}}; }

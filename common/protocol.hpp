@@ -19,7 +19,7 @@
 
 namespace kiln::proto {
 
-inline constexpr int kProtocolVersion = 1;
+inline constexpr int kProtocolVersion = 2;  // 2: MACs on every frame (common/channel.hpp)
 inline constexpr std::uint32_t kDefaultMaxFrame = 4u << 20;  // 4 MiB
 inline constexpr std::size_t kHeaderSize = 4;
 
@@ -39,8 +39,13 @@ class FrameDecoder {
  public:
   explicit FrameDecoder(std::uint32_t max_frame = kDefaultMaxFrame) : max_frame_(max_frame) {}
   void feed(std::string_view bytes);
+  // The next whole frame's body (bytes after the length), bounded by max_frame.
+  std::optional<std::string> next_body();
+  // The next body parsed as a JSON object (depth-limited, common/channel.hpp).
   std::optional<nlohmann::json> next();
   std::size_t buffered() const { return buf_.size() - pos_; }
+  // Raised once the peer has authenticated (frames before that are capped much lower).
+  void set_max_frame(std::uint32_t m) { max_frame_ = m; }
 
  private:
   std::uint32_t max_frame_;
@@ -61,7 +66,8 @@ struct Challenge {
   std::string nonce;  // hex, 32 random bytes
 };
 
-// worker -> coordinator: who I am, and proof that I know the campaign secret.
+// worker -> coordinator: who I am. The frame's MAC (common/channel.hpp) proves the worker knows the
+// campaign secret and covers every field.
 struct Hello {
   static constexpr MsgType kType = MsgType::Hello;
   int version = kProtocolVersion;
@@ -69,15 +75,13 @@ struct Hello {
   int world_size = 0;
   std::string host;
   std::string client_nonce;
-  std::string mac;  // HMAC-SHA256(secret, "hello|" + nonce + "|" + client_nonce + "|" + rank)
   NodeInfo info;  // what the rank knows of its node (GPUs, versions)
 };
 
-// coordinator -> worker: accepted, and proof that the coordinator knows the secret too.
+// coordinator -> worker: accepted. The frame's MAC proves the coordinator knows the secret too.
 struct Welcome {
   static constexpr MsgType kType = MsgType::Welcome;
   std::string run_id;
-  std::string mac;  // HMAC-SHA256(secret, "welcome|" + client_nonce + "|" + nonce)
   double heartbeat_s = 2.0;
 };
 

@@ -3,6 +3,7 @@
 #include "common/findings.hpp"
 
 #include <stdexcept>
+#include <string_view>
 
 namespace kiln {
 
@@ -33,6 +34,31 @@ void to_json(nlohmann::json& j, const Entity& e) { j = {{"kind", e.kind}, {"id",
 void from_json(const nlohmann::json& j, Entity& e) {
   j.at("kind").get_to(e.kind);
   j.at("id").get_to(e.id);
+}
+
+namespace {
+bool on_host(std::string_view id, const std::string& host) {
+  return id == host || (id.size() > host.size() && id.substr(0, host.size()) == host && id[host.size()] == '/');
+}
+}  // namespace
+
+bool may_report(const Entity& e, int rank, const std::string& host) {
+  if (e.kind == "rank") return e.id == std::to_string(rank);
+  if (e.kind == "node") return e.id == host;
+  if (e.kind == "gpu" || e.kind == "hca") return e.id.size() > host.size() + 1 && on_host(e.id, host) && e.id != host;
+  if (e.kind == "nvlink") {
+    const auto arrow = e.id.find("->");
+    if (arrow == std::string::npos) return false;
+    const std::string_view id(e.id);
+    return on_host(id.substr(0, arrow), host) && on_host(id.substr(arrow + 2), host);
+  }
+  if (e.kind == "link") {
+    const auto sep = e.id.find("<->");
+    if (sep == std::string::npos) return false;
+    const std::string_view id(e.id);
+    return on_host(id.substr(0, sep), host) || on_host(id.substr(sep + 3), host);
+  }
+  return false;
 }
 
 void to_json(nlohmann::json& j, const Result& r) {

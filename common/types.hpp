@@ -31,6 +31,11 @@ struct Entity {
 void to_json(nlohmann::json& j, const Entity& e);
 void from_json(const nlohmann::json& j, Entity& e);
 
+// Whether rank `rank` on `host` may report about `e`: itself, its node, its node's GPUs and HCAs,
+// NVLinks inside its node, and network links of which its node is an end. Nothing else (not
+// another node, not a switch), so an authenticated rank cannot blame a node it is not on.
+bool may_report(const Entity& e, int rank, const std::string& host);
+
 // A finding code from the catalog (common/findings.hpp), typed inside the programs.
 enum class Code;
 

@@ -12,6 +12,7 @@
 
 #include "common/auth.hpp"
 #include "common/hostlist.hpp"
+#include "common/text.hpp"
 #include "coordinator/report.hpp"
 #include "coordinator/server.hpp"
 #include "coordinator/store.hpp"
@@ -45,7 +46,7 @@ Campaign::~Campaign() {
 }
 
 void Campaign::progress(const std::string& line) const {
-  if (!opts_.quiet) std::cerr << "kiln: " << line << std::endl;
+  if (!opts_.quiet) std::cerr << "kiln: " << printable(line, 2000) << std::endl;
 }
 
 std::set<int> Campaign::live_ranks() const {
@@ -92,29 +93,38 @@ void Campaign::handle(Event& e, Acks& acks) {
   std::visit([&](auto& m) { on_message(e, st, m, acks); }, e.msg);
 }
 
-// The authenticated session says who sent a record; a record that claims another rank or host is
-// not stored, and the connection is closed.
-bool Campaign::owned(const Event& e, const RankState& st, int rank, const std::string& host) {
-  if (rank == e.rank && host == st.host) return true;
-  spdlog::warn("closing rank {}'s connection: it sent a record for rank {} on '{}'", e.rank, rank, host.substr(0, 64));
-  server_->close(e.session, "record for another rank or host");
+// The authenticated session says who sent a record: a record that claims another rank or host,
+// an entity its node does not own, or a round that is not running is not stored, and the
+// connection is closed (the rank is then lost, which is a finding).
+bool Campaign::owned(const Event& e, const RankState& st, int rank, const std::string& host, const Entity* entity,
+                     std::int64_t round_id) {
+  std::string why;
+  if (rank != e.rank || host != st.host)
+    why = "a record for rank " + std::to_string(rank) + " on '" + host + "'";
+  else if (entity && !may_report(*entity, e.rank, st.host))
+    why = "a record about " + entity->kind + " '" + entity->id + "', which is not on its node";
+  else if (!current_ || round_id != current_->round.id)
+    why = "a record for round " + std::to_string(round_id) + ", which is not running";
+  if (why.empty()) return true;
+  spdlog::warn("closing rank {}'s connection: it sent {}", e.rank, printable(why));
+  server_->close(e.session, "it sent " + printable(why));
   return false;
 }
 
 void Campaign::on_message(const Event& e, RankState& st, proto::ResultMsg& m, Acks& acks) {
-  if (!owned(e, st, m.result.rank, m.result.host)) return;
+  if (!owned(e, st, m.result.rank, m.result.host, &m.result.entity, m.result.round_id)) return;
   store_->append(m.result);
   acks.emplace_back(e.session, m.seq);
   ++st.results;
   ++st.by_status[to_string(m.result.status)];
-  if (current_ && m.result.round_id == current_->round.id) current_->results.push_back(std::move(m.result));
+  current_->results.push_back(std::move(m.result));
 }
 
 void Campaign::on_message(const Event& e, RankState& st, proto::EndMsg& m, Acks& acks) {
-  if (!owned(e, st, m.end.rank, m.end.host)) return;
+  if (!owned(e, st, m.end.rank, m.end.host, nullptr, m.end.round_id)) return;
   store_->append(m.end);
   acks.emplace_back(e.session, m.seq);
-  if (current_ && m.end.round_id == current_->round.id) current_->ends.push_back(std::move(m.end));
+  current_->ends.push_back(std::move(m.end));
 }
 
 void Campaign::on_message(const Event& e, RankState&, proto::Done& d, Acks&) {
@@ -122,8 +132,8 @@ void Campaign::on_message(const Event& e, RankState&, proto::Done& d, Acks&) {
 }
 
 void Campaign::on_message(const Event& e, RankState& st, proto::Error& er, Acks&) {
-  spdlog::warn("rank {} on {} reports {}: {}", e.rank, st.host, er.code, er.message);
-  st.lost_reason = er.code + ": " + er.message;
+  spdlog::warn("rank {} on {} reports {}: {}", e.rank, st.host, printable(er.code, 64), printable(er.message));
+  st.lost_reason = printable(er.code, 64) + ": " + printable(er.message);
 }
 
 void Campaign::on_message(const Event&, RankState& st, proto::Bye&, Acks&) { st.said_bye = true; }
@@ -321,6 +331,11 @@ int Campaign::run() {
   so.secret = secret;
   so.run_id = opts_.run_id;
   so.world_size = opts_.ranks;
+  so.allowed_hosts = opts_.allowed_hosts;
+  so.allowed_peers = opts_.allowed_peers;
+  const long files = raise_file_limit();
+  if (files > 0 && files < opts_.ranks + 64)
+    spdlog::warn("the open-file limit is {}, fewer than {} ranks need; raise it (ulimit -n)", files, opts_.ranks);
   server_ = std::make_unique<ResultServer>(so, events_);
   server_->start();
   auto ep = server_->local_endpoint();

@@ -35,6 +35,8 @@ struct CampaignOptions {
   std::vector<std::string> launcher_args;
   bool quiet = false;
   std::vector<std::string> expected_nodes;  // when known (SLURM), for missing-node findings
+  std::set<std::string> allowed_hosts;      // a hello must name one of these (SLURM: the candidate nodes)
+  std::set<std::string> allowed_peers;      // when set, the only addresses that may connect
   // The localization phase, run after the test plan: returns its findings and its report section.
   std::function<std::pair<std::vector<Finding>, nlohmann::json>(class Campaign&)> localize;
 };
@@ -80,7 +82,8 @@ class Campaign {
   void pump(std::chrono::steady_clock::time_point until);
   using Acks = std::vector<std::pair<SessionId, std::uint64_t>>;
   void handle(Event& e, Acks& acks);
-  bool owned(const Event& e, const RankState& st, int rank, const std::string& host);
+  bool owned(const Event& e, const RankState& st, int rank, const std::string& host, const Entity* entity,
+             std::int64_t round_id);
   void on_message(const Event& e, RankState& st, proto::ResultMsg& m, Acks& acks);
   void on_message(const Event& e, RankState& st, proto::EndMsg& m, Acks& acks);
   void on_message(const Event& e, RankState& st, proto::Done& m, Acks& acks);

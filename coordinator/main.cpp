@@ -2,6 +2,7 @@
 // the localization planner against a model cluster.
 #include <unistd.h>
 
+#include <boost/asio/ip/address.hpp>
 #include <boost/program_options.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -90,6 +91,7 @@ struct RunConfig {
   std::string job_template;
   std::vector<std::string> sbatch_args;
   std::vector<std::string> hosts;  // --nodelist, expanded
+  bool only_allocation = false;
 };
 
 po::options_description run_options(RunConfig& c) {
@@ -121,6 +123,9 @@ po::options_description run_options(RunConfig& c) {
        "seconds to wait for all workers to connect")
       ("mpirun-arg", po::value(&c.mpirun_args)->composing(), "extra argument for mpirun (repeatable)")
       ("quiet,q", po::bool_switch(&c.quiet), "no progress lines on stderr")
+      ("only-allocation", po::bool_switch(&c.only_allocation),
+       "slurm: accept connections only from the allocation's node addresses (SLURM's NodeAddr; they must be "
+       "IP addresses, and workers must reach the coordinator from them)")
       ("localize-by", po::value(&c.localize.by)->default_value(c.localize.by),
        "find slow units after the plan: node, rank, off, or auto (node when there are 2+ nodes)")
       ("localize-test", po::value(&c.localize.test)->default_value(c.localize.test),
@@ -241,6 +246,15 @@ std::string plan_slurm(RunConfig& c, const po::variables_map& vm, coord::Campaig
   for (const auto& w : plan->warnings) spdlog::warn("{}", w);
   o.ranks = plan->ranks();
   o.expected_nodes = plan->nodelist;
+  o.allowed_hosts.insert(plan->candidates.begin(), plan->candidates.end());
+  if (c.only_allocation) {
+    boost::system::error_code ec;
+    for (const auto& a : plan->node_addresses) {
+      boost::asio::ip::make_address(a, ec);
+      if (ec) return "--only-allocation: node address '" + a + "' is not an IP address";
+      o.allowed_peers.insert(a);
+    }
+  }
   o.launcher_args.clear();  // --mpirun-arg is for the local launcher
   o.worker = fs::absolute(o.worker);
   if (o.advertise_host.empty() && (o.listen.host == "0.0.0.0" || o.listen.host == "::"))

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/findings.hpp"
+#include "common/text.hpp"
 
 namespace kiln::coord {
 
@@ -58,7 +59,7 @@ std::string render_summary(const Report& r, const std::string& results_path, con
   os << "\nkiln run " << r.run_id << ": " << up << " - " << r.nodes.size() << " node(s), " << r.ranks.size()
      << " rank(s), " << r.rounds.size() << " round(s), " << r.results_total << " results in "
      << static_cast<int>(r.duration_s + 0.5) << " s\n";
-  if (!r.error.empty()) os << "  error: " << r.error << "\n";
+  if (!r.error.empty()) os << "  error: " << printable(r.error, 1000) << "\n";
   char line[256];
   std::snprintf(line, sizeof line, "  %-5s %-20s %-7s %7s %5s %5s %5s  %s\n", "rank", "host", "state", "results",
                 "pass", "skip", "bad", "headline");
@@ -73,9 +74,9 @@ std::string render_summary(const Report& r, const std::string& results_path, con
       os << line;
       continue;
     }
-    std::snprintf(line, sizeof line, "  %-5d %-20s %-7s %7llu %5llu %5llu %5llu  %s\n", k.rank, k.host.c_str(),
+    std::snprintf(line, sizeof line, "  %-5d %-20s %-7s %7llu %5llu %5llu %5llu  %s\n", k.rank, printable(k.host, 64).c_str(),
                   k.state.c_str(), static_cast<unsigned long long>(k.results), count(k, "pass"), count(k, "skip"),
-                  count(k, "fail") + count(k, "error") + count(k, "timeout"), k.headline.c_str());
+                  count(k, "fail") + count(k, "error") + count(k, "timeout"), printable(k.headline, 100).c_str());
     os << line;
   }
   if (r.findings.empty()) {
@@ -83,8 +84,9 @@ std::string render_summary(const Report& r, const std::string& results_path, con
   } else {
     os << "  findings (" << r.findings.size() << "):\n";
     for (const auto& f : r.findings)
-      os << "   - [" << to_string(f.severity) << "] " << to_string(f.code) << " " << f.entity.kind << " "
-         << f.entity.id << ": " << f.summary << "\n     next: " << f.next_step << "\n";
+      os << "   - [" << to_string(f.severity) << "] " << to_string(f.code) << " " << printable(f.entity.kind, 32) << " "
+         << printable(f.entity.id, 200) << ": " << printable(f.summary, 600) << "\n     next: " << printable(f.next_step, 600)
+         << "\n";
   }
   os << "  results: " << results_path << "\n  report:  " << report_path << "\n";
   return os.str();

@@ -10,7 +10,11 @@
 #include <deque>
 #include <map>
 
+#include <sys/resource.h>
+
 #include "common/auth.hpp"
+#include "common/channel.hpp"
+#include "common/text.hpp"
 
 namespace kiln::coord {
 
@@ -27,7 +31,8 @@ struct Session : std::enable_shared_from_this<Session> {
     write_signal.expires_at(Clock::time_point::max());
     boost::system::error_code ec;
     auto ep = socket.remote_endpoint(ec);
-    peer = ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
+    ip = ec ? "?" : ep.address().to_string();
+    peer = ec ? "?" : ip + ":" + std::to_string(ep.port());
   }
 
   void queue(std::string frame) {
@@ -50,6 +55,9 @@ struct Session : std::enable_shared_from_this<Session> {
   SessionId id;
   std::string peer;
   int rank = -1;
+  std::string ip;            // the peer's address, for the per-address cap
+  std::string nonce;         // our challenge
+  proto::Channel channel;    // set once the hello verified
   bool authed = false;
   bool closed = false;
   bool close_after_flush = false;
@@ -69,19 +77,56 @@ struct ResultServer::Impl {
   std::thread thread;
   std::map<SessionId, std::shared_ptr<Session>> sessions;
   std::map<int, SessionId> rank_owner;
+  std::map<std::string, int> unauthed_by_ip;
+  int unauthed = 0;
   SessionId next_id = 1;
+  RateLimitedLog accept_log{std::chrono::seconds(5)};
+  RateLimitedLog refuse_log{std::chrono::seconds(5)};
+
+  // Out of descriptors: wait and try again, with one log line per few seconds, instead of
+  // spinning on accept (which logged millions of lines at full CPU).
+  awaitable<void> back_off(std::chrono::milliseconds& delay, const boost::system::error_code& ec) {
+    if (auto n = accept_log.tick())
+      spdlog::warn("accept failed: {} ({} time(s)); backing off {} ms", ec.message(), n, delay.count());
+    asio::steady_timer t(io);
+    t.expires_after(delay);
+    boost::system::error_code ignored;
+    co_await t.async_wait(asio::redirect_error(use_awaitable, ignored));
+    delay = std::min(delay * 2, std::chrono::milliseconds(1000));
+  }
+
+  // Whether a new connection may stay: the allocation's addresses only, and bounded numbers of
+  // peers that have not authenticated yet.
+  std::string refuse_reason(const Session& s) const {
+    if (!opts.allowed_peers.empty() && !opts.allowed_peers.count(s.ip)) return "address not in the allocation";
+    if (unauthed >= opts.max_unauthenticated) return "too many unauthenticated connections";
+    auto it = unauthed_by_ip.find(s.ip);
+    if (it != unauthed_by_ip.end() && it->second >= opts.max_unauthenticated_per_address)
+      return "too many unauthenticated connections from this address";
+    return "";
+  }
 
   awaitable<void> accept_loop() {
+    auto delay = std::chrono::milliseconds(50);
     for (;;) {
       boost::system::error_code ec;
       tcp::socket sock = co_await acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
+      if (ec == asio::error::operation_aborted) co_return;
       if (ec) {
-        if (ec == asio::error::operation_aborted) co_return;
-        spdlog::warn("accept failed: {}", ec.message());
+        co_await back_off(delay, ec);
         continue;
       }
+      delay = std::chrono::milliseconds(50);
       sock.set_option(tcp::no_delay(true), ec);
       auto s = std::make_shared<Session>(std::move(sock), next_id++);
+      if (auto why = refuse_reason(*s); !why.empty()) {
+        if (auto n = refuse_log.tick()) spdlog::warn("refusing connection from {}: {} ({} time(s))", s->peer, why, n);
+        events.push(Event{Event::Kind::Rejected, s->id, -1, {}, {}, why, s->peer});
+        s->shut(why);
+        continue;
+      }
+      ++unauthed;
+      ++unauthed_by_ip[s->ip];
       sessions[s->id] = s;
       asio::co_spawn(io, reader(s), asio::detached);
       asio::co_spawn(io, writer(s), asio::detached);
@@ -89,13 +134,19 @@ struct ResultServer::Impl {
     }
   }
 
+  void leave_unauthed(Session& s) {
+    if (s.authed || s.closed) return;
+    --unauthed;
+    if (--unauthed_by_ip[s.ip] <= 0) unauthed_by_ip.erase(s.ip);
+  }
+
   void send_msg(const std::shared_ptr<Session>& s, const nlohmann::json& msg) {
-    s->queue(proto::encode_frame(msg, opts.max_frame));
+    s->queue(s->channel.ready() ? s->channel.seal(msg, opts.max_frame) : proto::encode_frame(msg, opts.max_frame));
   }
 
   // Refuses a peer: one error frame, then close. Logged, and reported as Rejected.
   void reject(const std::shared_ptr<Session>& s, const std::string& code, const std::string& why) {
-    spdlog::warn("closing connection from {}: {}", s->peer, why);
+    spdlog::warn("closing connection from {}: {}", s->peer, printable(why));
     events.push(Event{Event::Kind::Rejected, s->id, s->rank, {}, {}, why, s->peer});
     try {
       send_msg(s, proto::wrap(proto::Error{code, why}));
@@ -108,6 +159,7 @@ struct ResultServer::Impl {
 
   void drop(const std::shared_ptr<Session>& s, const std::string& why) {
     if (s->closed) return;
+    leave_unauthed(*s);
     if (s->authed) {
       events.push(Event{Event::Kind::Left, s->id, s->rank, {}, {}, why, s->peer});
       auto it = rank_owner.find(s->rank);
@@ -139,8 +191,11 @@ struct ResultServer::Impl {
     }
   }
 
+  // Deadlines of one session: the handshake, the peer's silence, and our own heartbeat, which
+  // lets a worker notice a coordinator that is gone (its watchdog).
   awaitable<void> watchdog(std::shared_ptr<Session> s) {
     const auto started = Clock::now();
+    auto next_beat = started;
     asio::steady_timer t(io);
     while (!s->closed) {
       t.expires_after(std::chrono::milliseconds(250));
@@ -153,14 +208,21 @@ struct ResultServer::Impl {
         drop(s, "handshake timeout");
       } else if (s->authed && now - s->last_heard > std::chrono::duration<double>(opts.idle_timeout_s)) {
         drop(s, "no heartbeat for " + std::to_string(static_cast<int>(opts.idle_timeout_s)) + " s");
+      } else if (s->authed && now >= next_beat && !s->close_after_flush) {
+        send_msg(s, proto::wrap(proto::Heartbeat{0.0}));
+        next_beat = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.heartbeat_s));
       }
     }
   }
 
-  void handle_hello(const std::shared_ptr<Session>& s, const nlohmann::json& j, const std::string& nonce) {
+  // The hello's MAC is checked over its exact bytes before any of its JSON is parsed.
+  void handle_hello(const std::shared_ptr<Session>& s, const std::string& body) {
     proto::Hello h;
     try {
-      h = proto::unwrap<proto::Hello>(j);
+      h = proto::open_hello(opts.secret, s->nonce, body);
+    } catch (const proto::AuthFailure&) {
+      reject(s, "auth_failed", "authentication failed (wrong secret)");
+      return;
     } catch (const std::exception& e) {
       reject(s, "bad_message", e.what());
       return;
@@ -170,32 +232,34 @@ struct ResultServer::Impl {
                                         std::to_string(proto::kProtocolVersion) + ")");
       return;
     }
-    const auto expect = auth::hello_mac(opts.secret, nonce, h.client_nonce, h.rank);
-    if (!auth::equal_constant_time(expect, h.mac)) {
-      reject(s, "auth_failed", "authentication failed for rank " + std::to_string(h.rank) + " (wrong secret)");
-      return;
-    }
     if (h.rank < 0 || h.rank >= opts.world_size) {
       reject(s, "bad_rank", "rank " + std::to_string(h.rank) + " outside 0.." + std::to_string(opts.world_size - 1));
+      return;
+    }
+    // A node may call itself by its full name where SLURM uses the short one.
+    if (!opts.allowed_hosts.empty() && !opts.allowed_hosts.count(h.host) &&
+        !opts.allowed_hosts.count(h.host.substr(0, h.host.find('.')))) {
+      reject(s, "bad_host", "host '" + h.host + "' is not a node of this campaign");
       return;
     }
     if (rank_owner.count(h.rank)) {
       reject(s, "duplicate_rank", "rank " + std::to_string(h.rank) + " is already connected");
       return;
     }
+    leave_unauthed(*s);
     s->authed = true;
     s->rank = h.rank;
     rank_owner[h.rank] = s->id;
-    send_msg(s, proto::wrap(proto::Welcome{opts.run_id, auth::welcome_mac(opts.secret, nonce, h.client_nonce),
-                                           opts.heartbeat_s}));
+    s->queue(proto::seal_welcome(opts.secret, s->nonce, h.client_nonce, proto::Welcome{opts.run_id, opts.heartbeat_s}));
+    s->channel = proto::Channel(opts.secret, s->nonce, h.client_nonce, proto::Channel::Side::Coordinator);
     events.push(Event{Event::Kind::Joined, s->id, h.rank, h, {}, {}, s->peer});
   }
 
   awaitable<void> reader(std::shared_ptr<Session> s) {
-    proto::FrameDecoder dec(opts.max_frame);
-    const std::string nonce = auth::random_hex(32);
-    send_msg(s, proto::wrap(proto::Challenge{proto::kProtocolVersion, nonce}));
-    std::array<char, 64 * 1024> buf{};
+    proto::FrameDecoder dec(proto::kPreAuthMaxFrame);
+    s->nonce = auth::random_hex(32);
+    send_msg(s, proto::wrap(proto::Challenge{proto::kProtocolVersion, s->nonce}));
+    std::array<char, 16 * 1024> buf{};
     while (!s->closed) {
       boost::system::error_code ec;
       const std::size_t n = co_await s->socket.async_read_some(asio::buffer(buf), asio::redirect_error(use_awaitable, ec));
@@ -211,20 +275,22 @@ struct ResultServer::Impl {
       s->last_heard = Clock::now();
       try {
         dec.feed(std::string_view(buf.data(), n));
-        while (auto msg = dec.next()) {
+        while (auto body = dec.next_body()) {
           if (s->close_after_flush) break;
           if (!s->authed) {
-            handle_hello(s, *msg, nonce);
+            handle_hello(s, *body);
+            if (s->authed) dec.set_max_frame(opts.max_frame);
             continue;
           }
-          events.push(Event{Event::Kind::Message, s->id, s->rank, {}, proto::decode_worker_message(*msg), {}, s->peer});
+          events.push(Event{Event::Kind::Message, s->id, s->rank, {},
+                            proto::decode_worker_message(s->channel.open(*body)), {}, s->peer});
         }
       } catch (const std::exception& e) {
         // The stream cannot be resynchronised after a bad frame: this connection ends, no other.
         if (!s->authed) {
           reject(s, "bad_message", e.what());
         } else {
-          spdlog::warn("closing connection from {} (rank {}): {}", s->peer, s->rank, e.what());
+          spdlog::warn("closing connection from {} (rank {}): {}", s->peer, s->rank, printable(e.what()));
           events.push(Event{Event::Kind::Rejected, s->id, s->rank, {}, {}, e.what(), s->peer});
           drop(s, e.what());
         }
@@ -288,6 +354,17 @@ void ResultServer::close(SessionId id, const std::string& reason) {
   asio::post(impl_->io, [im = impl_.get(), id, reason] {
     if (auto s = im->find(id)) im->drop(s, reason);
   });
+}
+
+long raise_file_limit() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+    ::getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  return static_cast<long>(rl.rlim_cur);
 }
 
 }  // namespace kiln::coord

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 #include "common/net.hpp"
 #include "coordinator/events.hpp"
 
@@ -25,8 +27,20 @@ struct ServerOptions {
   std::uint32_t max_frame = proto::kDefaultMaxFrame;
   double handshake_timeout_s = 10.0;  // a peer that has not authenticated by then is dropped
   double idle_timeout_s = 60.0;       // an authenticated peer silent for this long is dropped
-  double heartbeat_s = 2.0;           // what workers are told to send
+  double heartbeat_s = 2.0;           // what workers are told to send, and how often we send ours
+  // Peers that have not authenticated yet, in total and from one address: more are closed at once,
+  // so idle connections cannot use up descriptors or memory (each holds at most 16 KiB).
+  int max_unauthenticated = 256;
+  int max_unauthenticated_per_address = 32;
+  // When not empty, only these peer addresses may connect (the allocation's nodes).
+  std::set<std::string> allowed_peers;
+  // When not empty, a hello must name one of these hosts (the launcher's nodes).
+  std::set<std::string> allowed_hosts;
 };
+
+// Raises this process's open-file limit to its hard limit (a coordinator holds one descriptor per
+// rank); returns the new soft limit.
+long raise_file_limit();
 
 class ResultServer {
  public:

@@ -135,6 +135,7 @@ SlurmPlan SlurmLauncher::validate(slurm::SlurmClient& client, const SlurmJobRequ
     auto it = by_name.find(h);
     if (it == by_name.end()) continue;
     if (!it->second->address.empty()) plan.node_addresses.push_back(it->second->address);
+    plan.candidates.push_back(h);
     if (it->second->usable())
       ++usable;
     else

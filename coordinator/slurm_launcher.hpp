@@ -34,6 +34,7 @@ struct SlurmPlan {
   int ranks() const { return nodes * tasks_per_node; }
   std::vector<std::string> nodelist;       // as requested (may be empty)
   std::vector<std::string> node_addresses; // NodeAddr of the candidate nodes, for --advertise
+  std::vector<std::string> candidates;     // the nodes the job may run on (node names)
   std::vector<std::string> warnings;       // e.g. nodes that are down: the job may pend
 };
 

@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "common/auth.hpp"
+#include "common/channel.hpp"
+#include "common/text.hpp"
 
 namespace kiln::worker {
 
@@ -25,8 +27,38 @@ int ms_until(Clock::time_point t) {
   return ms < 0 ? 0 : static_cast<int>(std::min<long long>(ms, 1000));
 }
 
+// connect() that gives up at the deadline instead of waiting for the kernel's own timeout
+// (minutes when the coordinator's host drops packets).
+bool connect_by(int fd, const sockaddr* addr, socklen_t len, Clock::time_point deadline, std::string& why) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  if (::connect(fd, addr, len) != 0 && errno != EINPROGRESS) {
+    why = std::strerror(errno);
+    return false;
+  }
+  for (;;) {
+    pollfd p{fd, POLLOUT, 0};
+    const int rc = ::poll(&p, 1, ms_until(deadline));
+    if (rc > 0) break;
+    if (rc < 0 && errno == EINTR) continue;
+    if (Clock::now() >= deadline) {
+      why = "connection timed out";
+      return false;
+    }
+  }
+  int err = 0;
+  socklen_t elen = sizeof err;
+  ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen);
+  if (err != 0) {
+    why = std::strerror(err);
+    return false;
+  }
+  ::fcntl(fd, F_SETFL, flags);
+  return true;
+}
+
 // One attempt to open a TCP connection; returns the fd or -1 with errno-like text in `why`.
-int try_connect(const net::Endpoint& ep, std::string& why) {
+int try_connect(const net::Endpoint& ep, Clock::time_point deadline, std::string& why) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -40,8 +72,7 @@ int try_connect(const net::Endpoint& ep, std::string& why) {
   for (auto* a = res; a; a = a->ai_next) {
     fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) continue;
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
-    why = std::strerror(errno);
+    if (connect_by(fd, a->ai_addr, a->ai_addrlen, deadline, why)) break;
     ::close(fd);
     fd = -1;
   }
@@ -80,10 +111,10 @@ void CoordinatorLink::write_all_blocking(const std::string& bytes, Clock::time_p
   }
 }
 
-nlohmann::json CoordinatorLink::read_one_blocking(Clock::time_point deadline) {
+std::string CoordinatorLink::read_one_blocking(Clock::time_point deadline) {
   char buf[8192];
   for (;;) {
-    if (auto m = decoder_.next()) return *m;
+    if (auto m = decoder_.next_body()) return *m;
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, ms_until(deadline)) <= 0) {
       if (Clock::now() >= deadline) throw LinkError("timed out waiting for the coordinator");
@@ -103,14 +134,15 @@ void CoordinatorLink::connect(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   std::string why;
   for (;;) {
-    fd_ = try_connect(coordinator_, why);
+    fd_ = try_connect(coordinator_, deadline, why);
     if (fd_ >= 0) break;
     if (Clock::now() + std::chrono::milliseconds(250) >= deadline)
       throw LinkError("cannot reach the coordinator at " + coordinator_.str() + ": " + why);
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   const auto hs_deadline = Clock::now() + std::chrono::seconds(15);
-  auto first = read_one_blocking(hs_deadline);
+  decoder_.set_max_frame(proto::kPreAuthMaxFrame);
+  auto first = proto::parse_body(read_one_blocking(hs_deadline));
   if (proto::type_of(first) == proto::MsgType::Error) {
     auto e = proto::unwrap<proto::Error>(first);
     throw LinkError("the coordinator refused us: " + e.message);
@@ -125,16 +157,24 @@ void CoordinatorLink::connect(std::chrono::milliseconds timeout) {
   h.host = who_.host;
   h.info = who_.info;
   h.client_nonce = auth::random_hex(32);
-  h.mac = auth::hello_mac(secret_, ch.nonce, h.client_nonce, h.rank);
-  write_all_blocking(proto::encode_frame(proto::wrap(h)), hs_deadline);
-  auto reply = read_one_blocking(hs_deadline);
-  if (proto::type_of(reply) == proto::MsgType::Error) {
-    auto e = proto::unwrap<proto::Error>(reply);
-    throw LinkError("the coordinator refused us (" + e.code + "): " + e.message);
+  write_all_blocking(proto::seal_hello(secret_, ch.nonce, h), hs_deadline);
+  const auto reply = read_one_blocking(hs_deadline);
+  proto::Welcome w;
+  try {
+    w = proto::open_welcome(secret_, ch.nonce, h.client_nonce, reply);
+  } catch (const proto::AuthFailure&) {
+    // An unauthenticated refusal is only a hint, but it is the likely reason: say what it says.
+    std::string said;
+    try {
+      auto e = proto::unwrap<proto::Error>(proto::parse_body(reply));
+      said = " (it said " + e.code + ": " + printable(e.message) + ")";
+    } catch (const std::exception&) {
+    }
+    throw LinkError("the coordinator at " + coordinator_.str() + " did not prove it knows the campaign secret" + said);
   }
-  auto w = proto::unwrap<proto::Welcome>(reply);
-  if (!auth::equal_constant_time(w.mac, auth::welcome_mac(secret_, ch.nonce, h.client_nonce)))
-    throw LinkError("the coordinator at " + coordinator_.str() + " failed to prove it knows the campaign secret");
+  channel_ = proto::Channel(secret_, ch.nonce, h.client_nonce, proto::Channel::Side::Worker);
+  decoder_.set_max_frame(proto::kDefaultMaxFrame);
+  last_heard_ = Clock::now();
   run_id_ = w.run_id;
   heartbeat_s_ = w.heartbeat_s > 0 ? w.heartbeat_s : 2.0;
   ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
@@ -155,11 +195,7 @@ void CoordinatorLink::fail(const std::string& why) {
 void CoordinatorLink::io_loop() {
   // Frames that arrived together with the welcome are already in the decoder.
   try {
-    while (auto m = decoder_.next()) {
-      std::lock_guard lk(mu_);
-      inbox_.push_back(std::move(*m));
-      cv_.notify_all();
-    }
+    while (auto b = decoder_.next_body()) take(channel_.open(*b));
   } catch (const std::exception& e) {
     fail(std::string("bad message from the coordinator: ") + e.what());
     return;
@@ -170,7 +206,7 @@ void CoordinatorLink::io_loop() {
   while (!stopping_) {
     if (Clock::now() >= next_beat) {
       std::lock_guard lk(mu_);
-      outbox_.push_back(proto::encode_frame(proto::wrap(proto::Heartbeat{
+      outbox_.push_back(channel_.seal(proto::wrap(proto::Heartbeat{
           std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()})));
       next_beat = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(heartbeat_s_));
     }
@@ -213,19 +249,8 @@ void CoordinatorLink::io_loop() {
       if (n > 0) {
         try {
           decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
-          while (auto m = decoder_.next()) {
-            const auto t = proto::type_of(*m);
-            std::lock_guard lk(mu_);
-            if (t == proto::MsgType::Ack) {
-              unacked_.erase(m->at("seq").get<std::uint64_t>());
-            } else if (t == proto::MsgType::Error) {
-              close_reason_ = "coordinator error: " + m->value("message", std::string("?"));
-              inbox_.push_back(std::move(*m));
-            } else {
-              inbox_.push_back(std::move(*m));
-            }
-            cv_.notify_all();
-          }
+          last_heard_ = Clock::now();
+          while (auto b = decoder_.next_body()) take(channel_.open(*b));
         } catch (const std::exception& e) {
           fail(std::string("bad message from the coordinator: ") + e.what());
           return;
@@ -261,11 +286,23 @@ std::optional<nlohmann::json> CoordinatorLink::next_command(Clock::time_point de
   return m;
 }
 
+void CoordinatorLink::take(nlohmann::json m) {
+  const auto t = proto::type_of(m);
+  std::lock_guard lk(mu_);
+  if (t == proto::MsgType::Heartbeat) return;  // it only proves the coordinator is alive
+  if (t == proto::MsgType::Ack) {
+    unacked_.erase(m.at("seq").get<std::uint64_t>());
+  } else {
+    if (t == proto::MsgType::Error) close_reason_ = "coordinator error: " + printable(m.value("message", std::string("?")));
+    inbox_.push_back(std::move(m));
+  }
+  cv_.notify_all();
+}
+
 void CoordinatorLink::send(const nlohmann::json& msg) {
-  auto frame = proto::encode_frame(msg);
   {
-    std::lock_guard lk(mu_);
-    outbox_.push_back(std::move(frame));
+    std::lock_guard lk(mu_);  // sealing advances the sequence: frames must queue in that order
+    outbox_.push_back(channel_.seal(msg));
   }
   if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
 }

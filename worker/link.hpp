@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/net.hpp"
+#include "common/channel.hpp"
 #include "common/protocol.hpp"
 #include "common/types.hpp"
 
@@ -53,13 +54,18 @@ class CoordinatorLink {
   bool wait_acked(std::chrono::steady_clock::time_point deadline);
   void close();
   bool closed() const { return closed_.load(); }
+  // Seconds since the last frame from the coordinator (it sends a heartbeat every heartbeat_s).
+  double silent_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - last_heard_.load()).count();
+  }
   std::string close_reason() const;
   const std::string& run_id() const { return run_id_; }
 
  private:
   void io_loop();
   void write_all_blocking(const std::string& bytes, std::chrono::steady_clock::time_point deadline);
-  nlohmann::json read_one_blocking(std::chrono::steady_clock::time_point deadline);
+  std::string read_one_blocking(std::chrono::steady_clock::time_point deadline);
+  void take(nlohmann::json msg);  // one message from the coordinator, on the I/O thread
   void fail(const std::string& why);
 
   net::Endpoint coordinator_;
@@ -68,6 +74,7 @@ class CoordinatorLink {
   int fd_ = -1;
   int wake_[2] = {-1, -1};
   proto::FrameDecoder decoder_;
+  proto::Channel channel_;
   std::thread thread_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -80,6 +87,7 @@ class CoordinatorLink {
   std::string close_reason_;
   std::string run_id_;
   double heartbeat_s_ = 2.0;
+  std::atomic<std::chrono::steady_clock::time_point> last_heard_{};
 };
 
 }  // namespace kiln::worker

@@ -2,7 +2,12 @@
 // knows the campaign secret, then runs the rounds it is sent and streams every result back.
 #include <boost/program_options.hpp>
 
+#include <cmath>
 #include <cstdio>
+#include <tuple>
+#include <thread>
+#include <optional>
+#include <atomic>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
@@ -31,6 +36,42 @@ struct Config {
   std::string tests = "host.inventory,mpi.all_reduce";
   std::string params;
   double deadline = 120;
+  double watchdog = 10;
+};
+
+// A worker whose coordinator is gone (connection closed, or silent past the bound: it sends a
+// heartbeat every few seconds) leaves at once, even in the middle of a check, instead of running a
+// long burn for nobody. Exit 3; under mpirun that ends the other ranks too.
+class Watchdog {
+ public:
+  Watchdog(const CoordinatorLink& link, double bound_s, int rank) : link_(link), bound_s_(bound_s), rank_(rank) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~Watchdog() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  void loop() {
+    while (!stop_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (stop_) return;
+      const bool closed = link_.closed();
+      if (!closed && link_.silent_s() <= bound_s_) continue;
+      std::fprintf(stderr, "kiln-worker[%d]: error: %s; leaving\n", rank_,
+                   closed ? ("lost the coordinator: " + link_.close_reason()).c_str()
+                          : ("the coordinator has been silent for " + std::to_string(static_cast<int>(bound_s_)) +
+                             " s").c_str());
+      std::fflush(stderr);
+      std::_Exit(3);
+    }
+  }
+  const CoordinatorLink& link_;
+  double bound_s_;
+  int rank_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
 };
 
 
@@ -94,6 +135,9 @@ int run_connected(const Config& c, const NodeInfo& node, const Faults& faults) {
     die(rank, e.what());
   }
   link.start();
+  // Off while the campaign is ending normally: the watchdog is destroyed before the link closes.
+  std::optional<Watchdog> watchdog;
+  if (c.watchdog > 0) watchdog.emplace(link, c.watchdog, rank);
   Runner runner(node, faults, [&](const Record& r) { link.send_record(r); });
   const bool debug = std::getenv("KILN_DEBUG") != nullptr;
   for (;;) {
@@ -126,6 +170,7 @@ int run_connected(const Config& c, const NodeInfo& node, const Faults& faults) {
   // Nothing lost: leave only once every result is on the coordinator's disk.
   if (!link.wait_acked(Clock::now() + std::chrono::seconds(30)))
     std::fprintf(stderr, "kiln-worker[%d]: warning: not every result was acknowledged before exit\n", rank);
+  watchdog.reset();
   link.send(proto::wrap(proto::Bye{"done"}));
   link.close();
   return 0;
@@ -148,6 +193,9 @@ int main(int argc, char** argv) {
       ("tests", po::value(&c.tests)->default_value(c.tests), "tests for --standalone (comma-separated keys)")
       ("params", po::value(&c.params), "JSON parameters for --standalone: {\"key\": {...}} or one object for all")
       ("deadline", po::value(&c.deadline)->default_value(c.deadline), "seconds per test for --standalone")
+      ("watchdog", po::value(&c.watchdog)->default_value(c.watchdog),
+       "leave (exit 3) when the coordinator's connection is closed or silent for this many seconds, even "
+       "mid-check; 0 turns it off")
       ("list-tests", po::bool_switch(&c.list_tests), "list the tests this build knows and exit");
   po::variables_map vm;
   try {
@@ -166,6 +214,12 @@ int main(int argc, char** argv) {
     std::cout << describe_checks(Registry::instance().keys());
     return 0;
   }
+  for (auto [name, v, zero_ok] : {std::tuple{"--connect-timeout", c.connect_timeout, false},
+                                  std::tuple{"--deadline", c.deadline, false}, std::tuple{"--watchdog", c.watchdog, true}})
+    if (!std::isfinite(v) || v < 0 || (v == 0 && !zero_ok) || v > 7 * 86400.0) {
+      std::fprintf(stderr, "kiln-worker: error: %s must be a number of seconds up to 604800\n", name);
+      return 2;
+    }
   int provided = 0;
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
     std::fprintf(stderr, "kiln-worker: error: MPI_Init failed\n");

@@ -5,12 +5,17 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <random>
+#include <thread>
 
 #include "common/auth.hpp"
+#include "common/channel.hpp"
 #include "common/protocol.hpp"
 #include "coordinator/server.hpp"
 
@@ -23,6 +28,8 @@ namespace {
 struct Client {
   int fd = -1;
   proto::FrameDecoder dec;
+  proto::Channel chan;
+  std::string nonce, client_nonce;
   explicit Client(std::uint16_t port) {
     fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
@@ -33,13 +40,23 @@ struct Client {
   }
   ~Client() { ::close(fd); }
   void send_raw(const std::string& b) { REQUIRE(::send(fd, b.data(), b.size(), MSG_NOSIGNAL) == (ssize_t)b.size()); }
-  void send(const nlohmann::json& j) { send_raw(proto::encode_frame(j)); }
+  // Sealed with the session's MAC once authenticated, plain before.
+  void send(const nlohmann::json& j) { send_raw(chan.ready() ? chan.seal(j) : proto::encode_frame(j)); }
   // Next message, or nullopt when the server closed the connection or 3 s passed.
+  // Skips the server's heartbeats.
   std::optional<nlohmann::json> recv() {
+    for (;;) {
+      auto b = recv_body();
+      if (!b) return std::nullopt;
+      auto m = chan.ready() ? chan.open(*b) : proto::parse_body(*b);
+      if (proto::type_of(m) != proto::MsgType::Heartbeat) return m;
+    }
+  }
+  std::optional<std::string> recv_body() {
     const auto until = Clock::now() + std::chrono::seconds(3);
     char buf[4096];
     for (;;) {
-      if (auto m = dec.next()) return m;
+      if (auto m = dec.next_body()) return m;
       pollfd p{fd, POLLIN, 0};
       if (::poll(&p, 1, 100) <= 0) {
         if (Clock::now() > until) return std::nullopt;
@@ -62,21 +79,25 @@ struct Client {
     }
     return false;
   }
-  void authenticate(const std::string& secret, int rank) {
+  // Reads the challenge and sends a hello sealed with `secret`.
+  proto::Hello hello(const std::string& secret, int rank, const std::string& host = "test") {
     auto ch = recv();
     REQUIRE(ch);
-    auto c = proto::unwrap<proto::Challenge>(*ch);
+    nonce = proto::unwrap<proto::Challenge>(*ch).nonce;
     proto::Hello h;
     h.rank = rank;
     h.world_size = 4;
-    h.host = "test";
-    h.client_nonce = auth::random_hex(8);
-    h.mac = auth::hello_mac(secret, c.nonce, h.client_nonce, rank);
-    send(proto::wrap(h));
-    auto w = recv();
+    h.host = host;
+    h.client_nonce = client_nonce = auth::random_hex(32);
+    send_raw(proto::seal_hello(secret, nonce, h));
+    return h;
+  }
+  void authenticate(const std::string& secret, int rank) {
+    hello(secret, rank);
+    auto w = recv_body();
     REQUIRE(w);
-    REQUIRE(proto::type_of(*w) == proto::MsgType::Welcome);
-    CHECK(proto::unwrap<proto::Welcome>(*w).mac == auth::welcome_mac(secret, c.nonce, h.client_nonce));
+    CHECK(proto::open_welcome(secret, nonce, client_nonce, *w).run_id == "t");
+    chan = proto::Channel(secret, nonce, client_nonce, proto::Channel::Side::Worker);
   }
 };
 
@@ -161,14 +182,7 @@ TEST_CASE("bad peers lose their own connection and nothing else", "[server]") {
   }
   SECTION("a wrong secret") {
     Client bad(f.port());
-    auto ch = proto::unwrap<proto::Challenge>(*bad.recv());
-    proto::Hello h;
-    h.rank = 2;
-    h.world_size = 4;
-    h.host = "evil";
-    h.client_nonce = "c";
-    h.mac = auth::hello_mac("guess", ch.nonce, "c", 2);
-    bad.send(proto::wrap(h));
+    bad.hello("guess", 2, "evil");
     auto reply = bad.recv();
     REQUIRE(reply);
     CHECK(proto::type_of(*reply) == proto::MsgType::Error);
@@ -177,20 +191,10 @@ TEST_CASE("bad peers lose their own connection and nothing else", "[server]") {
   }
   SECTION("a rank outside the world, and a duplicate rank") {
     Client out(f.port());
-    auto ch = proto::unwrap<proto::Challenge>(*out.recv());
-    proto::Hello h;
-    h.rank = 9;
-    h.world_size = 4;
-    h.host = "x";
-    h.client_nonce = "c";
-    h.mac = auth::hello_mac(f.o.secret, ch.nonce, "c", 9);
-    out.send(proto::wrap(h));
+    out.hello(f.o.secret, 9, "x");
     CHECK(proto::unwrap<proto::Error>(*out.recv()).code == "bad_rank");
     Client dup(f.port());
-    auto ch2 = proto::unwrap<proto::Challenge>(*dup.recv());
-    h.rank = 0;
-    h.mac = auth::hello_mac(f.o.secret, ch2.nonce, "c", 0);
-    dup.send(proto::wrap(h));
+    dup.hello(f.o.secret, 0, "x");
     CHECK(proto::unwrap<proto::Error>(*dup.recv()).code == "duplicate_rank");
   }
   SECTION("a message a worker may not send") {
@@ -208,4 +212,163 @@ TEST_CASE("listening on a bad address is a clear error", "[server]") {
   o.listen = {"not-an-ip", 0};
   ResultServer s(o, q);
   CHECK_THROWS_WITH(s.start(), Catch::Contains("not-an-ip"));
+}
+
+namespace {
+long rss_kib() {
+  long pages = 0, rss = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f) {
+    if (std::fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
+    std::fclose(f);
+  }
+  return rss * (::sysconf(_SC_PAGESIZE) / 1024);
+}
+double cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+}  // namespace
+
+TEST_CASE("hostile peers before authentication cannot crash, flood or bloat the server", "[server][hostile]") {
+  Fixture f;
+  Client good(f.port());
+  good.authenticate(f.o.secret, 0);
+  f.drain(0.2);
+
+  SECTION("a hello nested 300,000 deep with a wrong MAC is refused before it is parsed") {
+    Client bad(f.port());
+    REQUIRE(bad.recv());
+    const std::string deep = std::string(300000, '[') + std::string(300000, ']');
+    // Bigger than the 16 KiB allowed before authentication: refused from its header alone.
+    bad.send_raw(proto::encode_header(static_cast<std::uint32_t>(32 + deep.size())) + std::string(32, 'x') + deep);
+    CHECK(bad.closed_by_server());
+  }
+  SECTION("a small deep hello with a valid MAC is refused by the depth limit") {
+    Client bad(f.port());
+    bad.nonce = proto::unwrap<proto::Challenge>(*bad.recv()).nonce;
+    const std::string deep = "{\"a\":" + std::string(5000, '[') + std::string(5000, ']') + "}";
+    bad.send_raw(proto::encode_header(static_cast<std::uint32_t>(32 + deep.size())) +
+                 proto::mac(f.o.secret, "hello|" + bad.nonce, deep) + deep);
+    auto reply = bad.recv();
+    REQUIRE(reply);
+    CHECK(proto::unwrap<proto::Error>(*reply).message.find("deeper") != std::string::npos);
+  }
+  SECTION("a hello whose bytes were altered fails its MAC: the MAC covers every field") {
+    Client bad(f.port());
+    bad.nonce = proto::unwrap<proto::Challenge>(*bad.recv()).nonce;
+    proto::Hello h;
+    h.rank = 1;
+    h.world_size = 4;
+    h.host = "nodeA";
+    h.client_nonce = auth::random_hex(32);
+    auto frame = proto::seal_hello(f.o.secret, bad.nonce, h);
+    frame.replace(frame.find("nodeA"), 5, "nodeB");
+    bad.send_raw(frame);
+    CHECK(proto::unwrap<proto::Error>(*bad.recv()).code == "auth_failed");
+  }
+  SECTION("60 connections holding unfinished frames cost little memory") {
+    const long before = rss_kib();
+    std::vector<std::unique_ptr<Client>> holders;
+    for (int i = 0; i < 60; ++i) {
+      holders.push_back(std::make_unique<Client>(f.port()));
+      holders.back()->send_raw(proto::encode_header(4u << 20) + std::string(8192, 'x'));
+    }
+    int closed = 0;
+    for (auto& c : holders) closed += c->closed_by_server() ? 1 : 0;
+    CHECK(closed == 60);  // a 4 MiB frame before authentication is refused from its header
+    CHECK(rss_kib() - before < 8 * 1024);
+  }
+  good_client_still_works(f, good, 21);
+}
+
+TEST_CASE("unauthenticated connections are capped per address", "[server][hostile]") {
+  EventQueue q;
+  ServerOptions o;
+  o.secret = "s";
+  o.run_id = "t";
+  o.world_size = 2;
+  o.max_unauthenticated_per_address = 4;
+  ResultServer srv(o, q);
+  srv.start();
+  std::vector<std::unique_ptr<Client>> idle;
+  for (int i = 0; i < 4; ++i) {
+    idle.push_back(std::make_unique<Client>(srv.local_endpoint().port));
+    REQUIRE(idle.back()->recv());  // each gets its challenge
+  }
+  Client fifth(srv.local_endpoint().port);
+  CHECK_FALSE(fifth.recv());  // closed at once, no challenge
+  idle.clear();               // once they are gone, a worker gets in again
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Client ok(srv.local_endpoint().port);
+  ok.authenticate("s", 1);
+}
+
+TEST_CASE("every frame after the handshake carries a MAC over its sequence", "[server][hostile]") {
+  Fixture f;
+  Client w(f.port());
+  w.authenticate(f.o.secret, 0);
+  proto::Heartbeat hb;
+  SECTION("an altered frame") {
+    auto frame = w.chan.seal(proto::wrap(proto::Bye{"abc"}));
+    frame[frame.size() - 3] ^= 1;
+    w.send_raw(frame);
+    CHECK(w.closed_by_server());
+  }
+  SECTION("a replayed frame") {
+    const auto frame = w.chan.seal(proto::wrap(hb));
+    w.send_raw(frame);
+    w.send_raw(frame);
+    CHECK(w.closed_by_server());
+  }
+  SECTION("an injected frame without the session's MAC") {
+    w.send_raw(proto::encode_frame(proto::wrap(hb)));
+    CHECK(w.closed_by_server());
+  }
+  SECTION("frames in order are accepted") {
+    for (int i = 0; i < 5; ++i) w.send(proto::wrap(hb));
+    CHECK_FALSE(w.closed_by_server());
+  }
+}
+
+TEST_CASE("out of descriptors, the server backs off instead of spinning", "[server][hostile]") {
+  rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &old) == 0);
+  EventQueue q;
+  ServerOptions o;
+  o.secret = "s";
+  o.run_id = "t";
+  o.world_size = 2;
+  o.max_unauthenticated_per_address = 1000;
+  o.handshake_timeout_s = 30;
+  ResultServer srv(o, q);
+  srv.start();
+  // Leave room for about 40 more descriptors: the clients below take them, then the server's
+  // accepts fail with EMFILE while connections wait in the backlog.
+  int highest = 0;
+  for (int fd = 0; fd < 4096; ++fd)
+    if (::fcntl(fd, F_GETFD) != -1) highest = fd;
+  rlimit low = old;
+  low.rlim_cur = static_cast<rlim_t>(highest + 40);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+  std::vector<int> fds;
+  for (int i = 0; i < 60; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) break;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(srv.local_endpoint().port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    fds.push_back(fd);
+  }
+  const double cpu0 = cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const double used = cpu_seconds() - cpu0;
+  CHECK(used < 0.5);  // it spun at 100% of a core before
+  for (int fd : fds) ::close(fd);
+  ::setrlimit(RLIMIT_NOFILE, &old);
+  Client ok(srv.local_endpoint().port);  // and recovers once descriptors are free
+  ok.authenticate("s", 1);
 }

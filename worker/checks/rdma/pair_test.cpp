@@ -330,7 +330,8 @@ void report_unpaired(const Context& ctx, ResultSink& sink, const PairPlan& pp) {
   }
   for (const auto& p : pp.plan.unpaired_peer) {
     Result r;
-    r.entity = {"hca", peer_host + "/" + p.id()};
+    // The peer's port, seen from here: reported as the link to it (a rank speaks for its own node).
+    r.entity = {"link", ctx.node.host + "<->" + peer_host + "/" + p.id()};
     r.metric = "rail";
     r.status = Status::Fail;
     r.reason = "active port with no partner on " + ctx.node.host + " (fewer active ports here)";
