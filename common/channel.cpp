@@ -38,16 +38,15 @@ nlohmann::json parse_body(std::string_view body, int max_depth) {
 }
 
 std::string mac(std::string_view key, std::string_view label, std::string_view payload) {
+  std::string message;
+  message.reserve(label.size() + 1 + payload.size());
+  message.append(label).append("|").append(payload);
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  HMAC_CTX* ctx = HMAC_CTX_new();
-  const bool ok = ctx && HMAC_Init_ex(ctx, key.data(), static_cast<int>(key.size()), EVP_sha256(), nullptr) == 1 &&
-                  HMAC_Update(ctx, reinterpret_cast<const unsigned char*>(label.data()), label.size()) == 1 &&
-                  HMAC_Update(ctx, reinterpret_cast<const unsigned char*>("|"), 1) == 1 &&
-                  HMAC_Update(ctx, reinterpret_cast<const unsigned char*>(payload.data()), payload.size()) == 1 &&
-                  HMAC_Final(ctx, out, &len) == 1;
-  HMAC_CTX_free(ctx);
-  if (!ok || len != kMacSize) throw ProtocolError("HMAC-SHA256 failed");
+  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
+            message.size(), out, &len) ||
+      len != kMacSize)
+    throw ProtocolError("HMAC-SHA256 failed");
   return std::string(reinterpret_cast<const char*>(out), len);
 }
 
@@ -106,8 +105,9 @@ Channel::Channel(const std::string& secret, const std::string& nonce, const std:
   recv_label_ = side == Side::Coordinator ? "w2c" : "c2w";
 }
 
-std::string Channel::seal(const nlohmann::json& msg, std::uint32_t max_frame) {
-  const auto payload = dump(msg);
+std::string Channel::seal(const nlohmann::json& msg, std::uint32_t max_frame) { return seal_text(dump(msg), max_frame); }
+
+std::string Channel::seal_text(const std::string& payload, std::uint32_t max_frame) {
   auto out = frame(mac(key_, send_label_ + "|" + std::to_string(send_seq_), payload), payload, max_frame);
   ++send_seq_;
   return out;

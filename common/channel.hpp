@@ -56,6 +56,8 @@ class Channel {
   bool ready() const { return !key_.empty(); }
   // A whole frame (header, MAC, body) for the next message this side sends.
   std::string seal(const nlohmann::json& msg, std::uint32_t max_frame = kDefaultMaxFrame);
+  // The same for a message already serialised (a JSON object's text).
+  std::string seal_text(const std::string& payload, std::uint32_t max_frame = kDefaultMaxFrame);
   // The next message from the peer, from a frame body. Throws AuthFailure or ProtocolError.
   nlohmann::json open(std::string_view body);
 

@@ -117,7 +117,16 @@ void Campaign::on_message(const Event& e, RankState& st, proto::ResultMsg& m, Ac
   acks.emplace_back(e.session, m.seq);
   ++st.results;
   ++st.by_status[to_string(m.result.status)];
-  current_->results.push_back(std::move(m.result));
+  ++current_->result_count;
+  ++current_->by_test[m.result.test][to_string(m.result.status)];
+  if (m.result.metric == "busbw" && m.result.size_bytes && *m.result.size_bytes > st.headline_size) {
+    st.headline_size = *m.result.size_bytes;
+    char h[96];
+    std::snprintf(h, sizeof h, "%s busbw %.2f %s @ %lld B", m.result.test.c_str(), m.result.value,
+                  m.result.unit.c_str(), static_cast<long long>(st.headline_size));
+    st.headline = h;
+  }
+  if (kept_for_judgement(*current_, m.result)) current_->results.push_back(std::move(m.result));
 }
 
 void Campaign::on_message(const Event& e, RankState& st, proto::EndMsg& m, Acks& acks) {
@@ -173,7 +182,12 @@ RoundRecord Campaign::run_round(proto::Round round, const std::string& reason, P
   round.id = next_round_id_++;
   const auto live = live_ranks();
   if (round.groups.empty()) round.groups.push_back(std::vector<int>(live.begin(), live.end()));
-  rounds_.push_back(RoundRecord{round, reason, phase, 0.0, live, {}, {}, {}, {}});
+  RoundRecord rec;
+  rec.round = round;
+  rec.reason = reason;
+  rec.phase = phase;
+  rec.expected = live;
+  rounds_.push_back(std::move(rec));
   current_ = &rounds_.back();
   std::string names;
   for (const auto& t : round.tests) names += (names.empty() ? "" : ",") + t.key;
@@ -197,7 +211,7 @@ RoundRecord Campaign::run_round(proto::Round round, const std::string& reason, P
       last_note = Clock::now();
       progress("round " + std::to_string(round.id) + ": " + std::to_string(shown) + "/" +
                std::to_string(current_->expected.size()) + " ranks done, " +
-               std::to_string(current_->results.size()) + " results");
+               std::to_string(current_->result_count) + " results");
     }
   }
   // Late results already queued still belong to this round.
@@ -250,23 +264,6 @@ std::vector<Finding> Campaign::findings() const {
   return out;
 }
 
-namespace {
-// The figure an operator looks at first: busbw at the largest size the rank measured.
-std::string headline(const std::vector<RoundRecord>& rounds, int rank) {
-  std::string out;
-  std::int64_t best = -1;
-  for (const auto& rr : rounds)
-    for (const auto& res : rr.results)
-      if (res.rank == rank && res.metric == "busbw" && res.size_bytes && *res.size_bytes > best) {
-        best = *res.size_bytes;
-        char h[96];
-        std::snprintf(h, sizeof h, "%s busbw %.2f %s @ %lld B", res.test.c_str(), res.value, res.unit.c_str(),
-                      static_cast<long long>(best));
-        out = h;
-      }
-  return out;
-}
-}  // namespace
 
 Report Campaign::report(const std::string& verdict, const std::string& error) const {
   Report rep;
@@ -286,16 +283,17 @@ Report Campaign::report(const std::string& verdict, const std::string& error) co
   }
   rep.hostlist = hosts.empty() ? std::string() : hostlist::compress(hosts);
   for (const auto& rr : rounds_) {
-    for (const auto& r : rr.results) {
-      ++rep.results_total;
-      ++rep.results_by_status[to_string(r.status)];
-      ++rep.results_by_test[r.test][to_string(r.status)];
-    }
+    rep.results_total += rr.result_count;
+    for (const auto& [test, by_status] : rr.by_test)
+      for (const auto& [status, n] : by_status) {
+        rep.results_by_status[status] += n;
+        rep.results_by_test[test][status] += n;
+      }
     for (const auto& e : rr.ends) ++rep.checks_by_test[e.test][to_string(e.status)];
     rep.rounds.push_back({rr.round.id, rr.round.tests, rr.round.groups, rr.reason,
                           rr.phase == Phase::Localize ? "localize" : "plan", rr.duration_s,
                           std::vector<int>(rr.done.begin(), rr.done.end()),
-                          std::vector<int>(rr.missing.begin(), rr.missing.end()), rr.results.size()});
+                          std::vector<int>(rr.missing.begin(), rr.missing.end()), rr.result_count});
   }
   for (int r = 0; r < opts_.ranks; ++r) {
     auto it = ranks_.find(r);
@@ -305,7 +303,7 @@ Report Campaign::report(const std::string& verdict, const std::string& error) co
     }
     const auto& st = it->second;
     rep.ranks.push_back({r, st.host, st.lost && st.lost_reason != "bye" ? "lost" : "ok", st.results, st.by_status,
-                         headline(rounds_, r)});
+                         st.headline});
   }
   if (!(verdict == "error" && !error.empty())) rep.findings = findings();
   rep.rejected_connections = rejected_;

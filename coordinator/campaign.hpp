@@ -52,6 +52,8 @@ struct RankState {
   NodeInfo info;
   std::uint64_t results = 0;
   std::map<std::string, std::uint64_t> by_status;
+  std::string headline;              // busbw at the largest size measured: what an operator looks at first
+  std::int64_t headline_size = -1;
 };
 
 using analysis::Phase;

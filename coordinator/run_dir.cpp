@@ -66,8 +66,11 @@ LoadedRun load_run(const fs::path& dir) {
     const auto it = index.find(round_id);
     if (it == index.end()) continue;  // a record of a round the report does not know
     auto& rr = run.rounds[it->second];
-    if (auto* res = std::get_if<Result>(&rec))
+    if (auto* res = std::get_if<Result>(&rec)) {
+      ++rr.result_count;
+      ++rr.by_test[res->test][to_string(res->status)];
       rr.results.push_back(std::move(*res));
+    }
     else
       rr.ends.push_back(std::get<CheckEnd>(std::move(rec)));
   }

@@ -30,8 +30,8 @@ struct ServerOptions {
   double heartbeat_s = 2.0;           // what workers are told to send, and how often we send ours
   // Peers that have not authenticated yet, in total and from one address: more are closed at once,
   // so idle connections cannot use up descriptors or memory (each holds at most 16 KiB).
-  int max_unauthenticated = 256;
-  int max_unauthenticated_per_address = 32;
+  int max_unauthenticated = 1024;
+  int max_unauthenticated_per_address = 128;
   // When not empty, only these peer addresses may connect (the allocation's nodes).
   std::set<std::string> allowed_peers;
   // When not empty, a hello must name one of these hosts (the launcher's nodes).

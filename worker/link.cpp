@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <random>
 #include <thread>
 
 #include "common/auth.hpp"
@@ -133,16 +134,38 @@ std::string CoordinatorLink::read_one_blocking(Clock::time_point deadline) {
 void CoordinatorLink::connect(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   std::string why;
+  std::mt19937 jitter(static_cast<unsigned>(who_.rank) * 7919u + static_cast<unsigned>(::getpid()));
   for (;;) {
     fd_ = try_connect(coordinator_, deadline, why);
-    if (fd_ >= 0) break;
+    if (fd_ >= 0) {
+      // A coordinator that closes before its challenge is shedding a burst of connections (it
+      // caps peers that have not authenticated yet): come back a little later, not never.
+      try {
+        handshake();
+        return;
+      } catch (const Refused& e) {
+        why = e.what();
+        ::close(fd_);
+        fd_ = -1;
+        decoder_ = proto::FrameDecoder();
+      }
+    }
     if (Clock::now() + std::chrono::milliseconds(250) >= deadline)
       throw LinkError("cannot reach the coordinator at " + coordinator_.str() + ": " + why);
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + jitter() % 400));
   }
+}
+
+void CoordinatorLink::handshake() {
   const auto hs_deadline = Clock::now() + std::chrono::seconds(15);
   decoder_.set_max_frame(proto::kPreAuthMaxFrame);
-  auto first = proto::parse_body(read_one_blocking(hs_deadline));
+  std::string challenge;
+  try {
+    challenge = read_one_blocking(hs_deadline);
+  } catch (const LinkError& e) {
+    throw Refused(std::string("closed before its challenge: ") + e.what());
+  }
+  auto first = proto::parse_body(challenge);
   if (proto::type_of(first) == proto::MsgType::Error) {
     auto e = proto::unwrap<proto::Error>(first);
     throw LinkError("the coordinator refused us: " + e.message);

@@ -26,6 +26,10 @@ namespace kiln::worker {
 struct LinkError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// The coordinator closed the connection before its challenge: try again shortly.
+struct Refused : LinkError {
+  using LinkError::LinkError;
+};
 
 struct LinkIdentity {
   int rank = 0;
@@ -63,6 +67,7 @@ class CoordinatorLink {
 
  private:
   void io_loop();
+  void handshake();
   void write_all_blocking(const std::string& bytes, std::chrono::steady_clock::time_point deadline);
   std::string read_one_blocking(std::chrono::steady_clock::time_point deadline);
   void take(nlohmann::json msg);  // one message from the coordinator, on the I/O thread

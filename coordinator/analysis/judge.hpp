@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,9 +30,20 @@ struct RoundRecord {
   std::set<int> expected;  // ranks asked to take part
   std::set<int> done;
   std::set<int> missing;   // expected but not done by the deadline (or lost)
+  // The results judgement reads: in a live campaign, those that did not pass, and in localization
+  // rounds every one (the group figures); the rest are on disk and only counted, so memory stays
+  // flat however long a burn-in runs. A run read back from disk keeps them all.
   std::vector<Result> results;
   std::vector<CheckEnd> ends;
+  std::uint64_t result_count = 0;                              // every result of the round
+  std::map<std::string, std::map<std::string, std::uint64_t>> by_test;  // test -> status -> results
 };
+
+// Whether a live campaign keeps `r` in its round record (see RoundRecord::results).
+inline bool kept_for_judgement(const RoundRecord& rr, const Result& r) {
+  return rr.phase == Phase::Localize || r.status == Status::Fail || r.status == Status::Error ||
+         r.status == Status::Timeout;
+}
 
 // What became of one rank.
 struct RankFate {

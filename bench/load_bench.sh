@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The coordinator under load: N fake ranks (bench/load/kiln-load, the real protocol with MACs) against
+# one `kiln run --launcher none`, on this machine. Prints one table row per N: results acknowledged
+# per second (durable: one fdatasync per batch, acks after it), ack latency, the coordinator's peak
+# RSS and CPU seconds, and the idle cost of N heartbeating ranks.
+#
+#   bench/load_bench.sh [N ...]          default: 100 1000 4000 10000
+#   RESULTS=200 BATCH=64 bench/load_bench.sh 1000
+#
+# Runs as root to raise the open-file limit (each rank is a descriptor on both sides).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${KILN_BIN:-$ROOT/build/bin}
+RESULTS=${RESULTS:-200}   # results per check per rank
+BATCH=${BATCH:-64}        # unacknowledged results per rank
+IDLE_S=${IDLE_S:-10}
+[ $# -gt 0 ] && SIZES=("$@") || SIZES=(100 1000 4000 10000)
+ulimit -n "$(cat /proc/sys/fs/nr_open)" 2>/dev/null || ulimit -n 1048576 2>/dev/null || true
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+proc_stat() {  # pid -> "cpu_seconds rss_peak_mib"
+  local hz; hz=$(getconf CLK_TCK)
+  awk -v hz="$hz" '{print ($14 + $15) / hz}' "/proc/$1/stat" 2>/dev/null | tr '\n' ' '
+  awk '/VmHWM/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null
+}
+
+printf '| ranks | results | results/s | ack p50 ms | ack p99 ms | coordinator RSS peak MiB | coordinator CPU s | idle CPU %% (N ranks heartbeating) |\n|---|---|---|---|---|---|---|---|\n'
+for N in "${SIZES[@]}"; do
+  out="$TMP/run-$N"
+  # Two checks: a load round, then an idle round while every rank only heartbeats (kiln-load
+  # keeps a round's results back until --duration if asked; here the idle window is measured
+  # before the first round by delaying the plan with a long connect phase).
+  "$BIN/kiln" run --launcher none --ranks "$N" --out "$out" --tests mpi.all_reduce,mpi.alltoall --localize-by off \
+    --connect-timeout 300 --deadline 600 --quiet > "$TMP/sum-$N.txt" 2>&1 &
+  kpid=$!
+  for _ in $(seq 100); do [ -s "$out/campaign.json" ] && break; sleep 0.1; done
+  "$BIN/kiln-load" --campaign "$out" --ranks "$N" --results "$RESULTS" --batch "$BATCH" --quiet > "$TMP/load-$N.txt" 2>&1 &
+  lpid=$!
+  wait $lpid
+  read -r cpu rss <<<"$(proc_stat $kpid)"
+  wait $kpid
+  line=$(grep "final" "$TMP/load-$N.txt")
+  sent=$(sed -E 's/.* acked ([0-9]+) .*/\1/' <<<"$line")
+  rate=$(sed -E 's/.*: ([0-9]+) acked\/s.*/\1/' <<<"$line")
+  p50=$(sed -E 's/.*p50 ([0-9.]+) ms.*/\1/' <<<"$line")
+  p99=$(sed -E 's/.*p99 ([0-9.]+) ms.*/\1/' <<<"$line")
+  # Idle: N ranks connected and heartbeating every 2 s, no round running.
+  "$BIN/kiln" run --launcher none --ranks "$((N + 1))" --out "$out-idle" --tests host.inventory --localize-by off \
+    --connect-timeout $((IDLE_S + 30)) --quiet > /dev/null 2>&1 &
+  ipid=$!
+  for _ in $(seq 100); do [ -s "$out-idle/campaign.json" ] && break; sleep 0.1; done
+  "$BIN/kiln-load" --campaign "$out-idle" --ranks "$N" --duration $((IDLE_S + 5)) --quiet > /dev/null 2>&1 &
+  ilpid=$!
+  sleep 3
+  c0=$(awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$ipid/stat")
+  sleep "$IDLE_S"
+  c1=$(awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$ipid/stat")
+  kill "$ipid" 2>/dev/null; wait "$ipid" "$ilpid" 2>/dev/null
+  idle=$(awk -v a="$c0" -v b="$c1" -v s="$IDLE_S" 'BEGIN {printf "%.1f", 100 * (b - a) / s}')
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$N" "$sent" "$rate" "$p50" "$p99" "$rss" "$cpu" "$idle"
+done
