@@ -88,7 +88,9 @@ void Campaign::handle(Event& e, Acks& acks) {
       break;
   }
   auto it = ranks_.find(e.rank);
-  if (it == ranks_.end()) return;
+  // Nothing more is taken from a connection once it is closed for cause (events already queued
+  // from it included).
+  if (it == ranks_.end() || it->second.session != e.session || it->second.lost) return;
   RankState& st = it->second;
   std::visit([&](auto& m) { on_message(e, st, m, acks); }, e.msg);
 }
@@ -96,7 +98,7 @@ void Campaign::handle(Event& e, Acks& acks) {
 // The authenticated session says who sent a record: a record that claims another rank or host,
 // an entity its node does not own, or a round that is not running is not stored, and the
 // connection is closed (the rank is then lost, which is a finding).
-bool Campaign::owned(const Event& e, const RankState& st, int rank, const std::string& host, const Entity* entity,
+bool Campaign::owned(const Event& e, RankState& st, int rank, const std::string& host, const Entity* entity,
                      std::int64_t round_id) {
   std::string why;
   if (rank != e.rank || host != st.host)
@@ -107,7 +109,9 @@ bool Campaign::owned(const Event& e, const RankState& st, int rank, const std::s
     why = "a record for round " + std::to_string(round_id) + ", which is not running";
   if (why.empty()) return true;
   spdlog::warn("closing rank {}'s connection: it sent {}", e.rank, printable(why));
-  server_->close(e.session, "it sent " + printable(why));
+  st.lost = true;
+  st.lost_reason = "it sent " + printable(why);
+  server_->close(e.session, st.lost_reason);
   return false;
 }
 

@@ -84,7 +84,7 @@ class Campaign {
   void pump(std::chrono::steady_clock::time_point until);
   using Acks = std::vector<std::pair<SessionId, std::uint64_t>>;
   void handle(Event& e, Acks& acks);
-  bool owned(const Event& e, const RankState& st, int rank, const std::string& host, const Entity* entity,
+  bool owned(const Event& e, RankState& st, int rank, const std::string& host, const Entity* entity,
              std::int64_t round_id);
   void on_message(const Event& e, RankState& st, proto::ResultMsg& m, Acks& acks);
   void on_message(const Event& e, RankState& st, proto::EndMsg& m, Acks& acks);
