@@ -14,18 +14,25 @@ BIN=${KILN_BIN:-$ROOT/build/bin}
 RESULTS=${RESULTS:-200}   # results per check per rank
 BATCH=${BATCH:-64}        # unacknowledged results per rank
 IDLE_S=${IDLE_S:-10}
+RATE=${RATE:-2000}        # the offered load for the latency column
 [ $# -gt 0 ] && SIZES=("$@") || SIZES=(100 1000 4000 10000)
-ulimit -n "$(cat /proc/sys/fs/nr_open)" 2>/dev/null || ulimit -n 1048576 2>/dev/null || true
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true  # each side holds one descriptor per rank
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-proc_stat() {  # pid -> "cpu_seconds rss_peak_mib"
+# sample PID FILE: while PID lives, keeps "cpu_seconds rss_peak_mib" of it in FILE.
+sample() {
   local hz; hz=$(getconf CLK_TCK)
-  awk -v hz="$hz" '{print ($14 + $15) / hz}' "/proc/$1/stat" 2>/dev/null | tr '\n' ' '
-  awk '/VmHWM/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null
+  while kill -0 "$1" 2>/dev/null; do
+    local c r
+    c=$(awk -v hz="$hz" '{print ($14 + $15) / hz}' "/proc/$1/stat" 2>/dev/null) || break
+    r=$(awk '/VmHWM/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null) || break
+    [ -n "$c" ] && [ -n "$r" ] && echo "$c $r" > "$2"
+    sleep 0.2
+  done
 }
 
-printf '| ranks | results | results/s | ack p50 ms | ack p99 ms | coordinator RSS peak MiB | coordinator CPU s | idle CPU %% (N ranks heartbeating) |\n|---|---|---|---|---|---|---|---|\n'
+printf '| ranks | results | results/s (saturated) | ack p50 / p99 ms saturated | ack p50 / p99 ms at %s results/s | coordinator RSS peak MiB | coordinator CPU s | idle CPU %% (N ranks heartbeating) |\n|---|---|---|---|---|---|---|---|\n' "$RATE"
 for N in "${SIZES[@]}"; do
   out="$TMP/run-$N"
   # Two checks: a load round, then an idle round while every rank only heartbeats (kiln-load
@@ -34,17 +41,28 @@ for N in "${SIZES[@]}"; do
   "$BIN/kiln" run --launcher none --ranks "$N" --out "$out" --tests mpi.all_reduce,mpi.alltoall --localize-by off \
     --connect-timeout 300 --deadline 600 --quiet > "$TMP/sum-$N.txt" 2>&1 &
   kpid=$!
+  sample $kpid "$TMP/stat-$N" &
   for _ in $(seq 100); do [ -s "$out/campaign.json" ] && break; sleep 0.1; done
   "$BIN/kiln-load" --campaign "$out" --ranks "$N" --results "$RESULTS" --batch "$BATCH" --quiet > "$TMP/load-$N.txt" 2>&1 &
   lpid=$!
   wait $lpid
-  read -r cpu rss <<<"$(proc_stat $kpid)"
   wait $kpid
+  sleep 0.3
+  read -r cpu rss < "$TMP/stat-$N"
   line=$(grep "final" "$TMP/load-$N.txt")
   sent=$(sed -E 's/.* acked ([0-9]+) .*/\1/' <<<"$line")
   rate=$(sed -E 's/.*: ([0-9]+) acked\/s.*/\1/' <<<"$line")
   p50=$(sed -E 's/.*p50 ([0-9.]+) ms.*/\1/' <<<"$line")
   p99=$(sed -E 's/.*p99 ([0-9.]+) ms.*/\1/' <<<"$line")
+  # Latency at a fixed offered load, well under saturation.
+  "$BIN/kiln" run --launcher none --ranks "$N" --out "$out-rate" --tests mpi.all_reduce --localize-by off \
+    --connect-timeout 300 --deadline 600 --quiet > /dev/null 2>&1 &
+  rpid=$!
+  for _ in $(seq 100); do [ -s "$out-rate/campaign.json" ] && break; sleep 0.1; done
+  rline=$("$BIN/kiln-load" --campaign "$out-rate" --ranks "$N" --results $((RATE * 10 / N + 1)) --rate "$RATE" --quiet 2>&1 | grep final)
+  wait $rpid
+  rp50=$(sed -E 's/.*p50 ([0-9.]+) ms.*/\1/' <<<"$rline")
+  rp99=$(sed -E 's/.*p99 ([0-9.]+) ms.*/\1/' <<<"$rline")
   # Idle: N ranks connected and heartbeating every 2 s, no round running.
   "$BIN/kiln" run --launcher none --ranks "$((N + 1))" --out "$out-idle" --tests host.inventory --localize-by off \
     --connect-timeout $((IDLE_S + 30)) --quiet > /dev/null 2>&1 &
@@ -58,5 +76,5 @@ for N in "${SIZES[@]}"; do
   c1=$(awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$ipid/stat")
   kill "$ipid" 2>/dev/null; wait "$ipid" "$ilpid" 2>/dev/null
   idle=$(awk -v a="$c0" -v b="$c1" -v s="$IDLE_S" 'BEGIN {printf "%.1f", 100 * (b - a) / s}')
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$N" "$sent" "$rate" "$p50" "$p99" "$rss" "$cpu" "$idle"
+  printf '| %s | %s | %s | %s / %s | %s / %s | %s | %s | %s |\n' "$N" "$sent" "$rate" "$p50" "$p99" "$rp50" "$rp99" "$rss" "$cpu" "$idle"
 done

@@ -12,6 +12,7 @@
 
 #include "common/auth.hpp"
 #include "common/hostlist.hpp"
+#include "common/checks.hpp"
 #include "common/text.hpp"
 #include "coordinator/report.hpp"
 #include "coordinator/server.hpp"
@@ -123,12 +124,15 @@ void Campaign::on_message(const Event& e, RankState& st, proto::ResultMsg& m, Ac
   ++st.by_status[to_string(m.result.status)];
   ++current_->result_count;
   ++current_->by_test[m.result.test][to_string(m.result.status)];
-  if (m.result.metric == "busbw" && m.result.size_bytes && *m.result.size_bytes > st.headline_size) {
+  // The headline: a sweep's declared figure at the largest size the rank measured.
+  const auto* spec = find_check(m.result.test);
+  if (spec && spec->figure && spec->figure->per_size && m.result.metric == spec->figure->metric &&
+      m.result.size_bytes && *m.result.size_bytes > st.headline_size) {
     st.headline_size = *m.result.size_bytes;
-    char h[96];
-    std::snprintf(h, sizeof h, "%s busbw %.2f %s @ %lld B", m.result.test.c_str(), m.result.value,
-                  m.result.unit.c_str(), static_cast<long long>(st.headline_size));
-    st.headline = h;
+    char h[128];
+    std::snprintf(h, sizeof h, "%s %s %.2f %s @ %lld B", m.result.test.c_str(), m.result.metric.c_str(),
+                  m.result.value, m.result.unit.c_str(), static_cast<long long>(st.headline_size));
+    st.headline = printable(h, 120);
   }
   if (kept_for_judgement(*current_, m.result)) current_->results.push_back(std::move(m.result));
 }

@@ -52,7 +52,7 @@ struct RankState {
   NodeInfo info;
   std::uint64_t results = 0;
   std::map<std::string, std::uint64_t> by_status;
-  std::string headline;              // busbw at the largest size measured: what an operator looks at first
+  std::string headline;              // a sweep's figure at its largest size: what an operator looks at first
   std::int64_t headline_size = -1;
 };
 

@@ -165,7 +165,9 @@ std::string check_run_config(RunConfig& c, const po::variables_map& vm) {
   if (c.launcher == "slurm" && !coord::on_path("sbatch"))
     return "the slurm launcher needs sbatch, which is not on PATH (install SLURM's client commands or use --launcher local)";
   if (c.ranks < 1) return "--ranks must be at least 1 (got " + std::to_string(c.ranks) + ")";
-  if (c.ranks > 4096) return "--ranks " + std::to_string(c.ranks) + " is more than the local launcher supports (4096)";
+  if (c.launcher == "local" && c.ranks > 4096)
+    return "--ranks " + std::to_string(c.ranks) + " is more than the local launcher supports (4096)";
+  if (c.ranks > 1000000) return "--ranks " + std::to_string(c.ranks) + " is more than one coordinator takes (1000000)";
   // Durations: finite, positive and at most a week, or rounds end at once with nonsense deadlines.
   auto duration = [](const char* name, double v) -> std::string {
     if (!std::isfinite(v) || v <= 0 || v > 7 * 86400.0)

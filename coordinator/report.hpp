@@ -27,7 +27,7 @@ struct RankRow {
   std::string state;      // ok | lost | missing
   std::uint64_t results = 0;
   std::map<std::string, std::uint64_t> by_status;
-  std::string headline;   // the figure an operator looks at first (largest-size busbw)
+  std::string headline;   // the figure an operator looks at first (a sweep's figure at its largest size)
 };
 
 struct RoundRow {

@@ -52,6 +52,7 @@ struct Options {
   int batch = 64;          // results sent before waiting for room (acks outstanding per rank)
   std::string spoof;       // host | rank | entity | round | "" (behave)
   double duration_s = 0;   // stop after this long (0: at the coordinator's bye)
+  double rate = 0;         // results per second over all ranks (0: as fast as acks allow)
   bool quiet = false;
 };
 
@@ -121,6 +122,8 @@ class Load {
   Stats st_;
   int open_ = 0;
   int reconnects_ = 0;
+  double tokens_ = 0;  // results that may be sent now under --rate
+  Clock::time_point refilled_ = Clock::now();
 };
 
 void Load::open_all() {
@@ -181,7 +184,8 @@ void Load::pump(Conn& c) {
     c.out += c.chan.seal(proto::wrap(proto::Heartbeat{0.0}));
     c.next_beat = now + std::chrono::seconds(2);
   }
-  while (!c.rounds.empty() && c.unacked.size() < static_cast<std::size_t>(o_.batch)) {
+  while (!c.rounds.empty() && c.unacked.size() < static_cast<std::size_t>(o_.batch) && (o_.rate <= 0 || tokens_ >= 1)) {
+    tokens_ -= 1;
     auto& [round, tests] = c.rounds.front();
     if (tests.empty()) {
       c.out += c.chan.seal(proto::wrap(proto::Done{round, c.rank, c.seq}));
@@ -318,7 +322,7 @@ int Load::run() {
                                                               std::chrono::duration<double>(o_.duration_s))
                                           : Clock::time_point::max();
   while (open_ > 0 && Clock::now() < stop_at) {
-    const int n = ::epoll_wait(ep_fd_, evs.data(), static_cast<int>(evs.size()), 100);
+    const int n = ::epoll_wait(ep_fd_, evs.data(), static_cast<int>(evs.size()), o_.rate > 0 ? 2 : 100);
     for (int i = 0; i < n; ++i) {
       auto& c = *static_cast<Conn*>(evs[static_cast<std::size_t>(i)].data.ptr);
       if (c.fd < 0) continue;
@@ -329,6 +333,11 @@ int Load::run() {
         std::fprintf(stderr, "kiln-load: rank %d: %s\n", c.rank, e.what());
         c.state = Conn::State::Closed;
       }
+    }
+    if (o_.rate > 0) {
+      const auto now = Clock::now();
+      tokens_ = std::min(o_.rate * 0.05 + 1, tokens_ + o_.rate * std::chrono::duration<double>(now - refilled_).count());
+      refilled_ = now;
     }
     for (auto& c : conns_)
       if (c->fd >= 0 && c->state == Conn::State::Ready && (!c->rounds.empty() || Clock::now() >= c->next_beat)) pump(*c);
@@ -354,6 +363,7 @@ int main(int argc, char** argv) {
       "results", po::value(&o.results)->default_value(o.results), "results per check per rank")(
       "batch", po::value(&o.batch)->default_value(o.batch), "unacknowledged results per rank at most")(
       "duration", po::value(&o.duration_s)->default_value(o.duration_s), "stop after this many seconds (0: at bye)")(
+      "rate", po::value(&o.rate)->default_value(o.rate), "results per second over all ranks (0: as fast as acks allow)")(
       "spoof", po::value(&o.spoof), "play a hostile rank: host, rank, entity or round")(
       "quiet", po::bool_switch(&o.quiet), "final line only");
   po::variables_map vm;
