@@ -327,7 +327,8 @@ int Campaign::run() {
   started_ = std::chrono::system_clock::now();
   const fs::path secret_file = opts_.out / "secret";
   const std::string secret = auth::create_secret_file(secret_file);
-  store_ = std::make_unique<ResultStore>(opts_.out);
+  store_ = std::make_unique<ResultStore>(opts_.out);  // locks the run: one coordinator at a time
+  fsync_dir(opts_.out);  // the names of the secret and results.jsonl survive a crash
   ServerOptions so;
   so.listen = opts_.listen;
   so.secret = secret;

@@ -30,7 +30,7 @@ ChildProcess::~ChildProcess() {
 
 void ChildProcess::spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                          const std::filesystem::path& log) {
-  int logfd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int logfd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (logfd < 0) throw std::runtime_error("cannot open " + log.string() + ": " + std::strerror(errno));
   // Build everything the child needs before fork: only async-signal-safe calls after it.
   std::vector<std::string> envs;

@@ -318,10 +318,10 @@ int cmd_run(const std::vector<std::string>& args) {
   if (c.launcher == "slurm")
     if (auto e = plan_slurm(c, vm, o, slurm_runner, slurm_plan); !e.empty()) return fail(e);
   o.out = c.out.empty() ? fs::path("kiln-runs") / o.run_id : fs::path(c.out);
+  if (fs::exists(o.out / "results.jsonl") || fs::exists(o.out / "secret"))
+    return fail("output directory " + o.out.string() + " already holds a campaign; choose another --out");
   try {
-    coord::prepare_run_dir(o.out);
-    if (fs::exists(o.out / "results.jsonl") || fs::exists(o.out / "secret"))
-      return fail("output directory " + o.out.string() + " already holds a campaign; choose another --out");
+    coord::create_run_dir(o.out);
   } catch (const std::exception& e) {
     return fail(e.what());
   }

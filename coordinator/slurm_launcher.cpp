@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/hostlist.hpp"
+#include "coordinator/store.hpp"
 #include "slurm/job_template.hpp"
 
 namespace kiln::coord {
@@ -181,11 +182,7 @@ void SlurmLauncher::launch(const LaunchRequest& req) {
                                                      {"secret_file", slurm::shell_quote(req.secret_file.string())},
                                                      {"worker_args", join(worker_args, " ")}});
   const fs::path path = fs::absolute(req.run_dir) / "job.sbatch";
-  {
-    std::ofstream out(path);
-    out << script;
-    if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
-  }
+  write_file_atomic(path, script);
   job_id_ = client_.submit(path, sbatch_options(req));
   spdlog::debug("submitted SLURM job {} ({} node(s) of partition {}, {} rank(s) per node)", job_id_, plan_.nodes,
                plan_.partition, plan_.tasks_per_node);
