@@ -106,7 +106,10 @@ LaunchEnd ChildProcess::wait_or_kill(std::chrono::milliseconds grace) {
 }
 
 std::vector<std::string> LocalLauncher::mpirun_argv(const LaunchRequest& req) {
-  std::vector<std::string> argv{"mpirun", "-np", std::to_string(req.ranks), "--oversubscribe"};
+  // --enable-recovery: a rank that dies (a crash, the OOM killer, kill -9) is a rank.lost finding
+  // while the others go on; without it mpirun tears the whole job down. A worker that cannot take
+  // part still ends the job, through MPI_Abort.
+  std::vector<std::string> argv{"mpirun", "-np", std::to_string(req.ranks), "--oversubscribe", "--enable-recovery"};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   // Workers pick up the coordinator from these; -x exports them to every rank.
   for (const char* v : {"KILN_COORDINATOR", "KILN_SECRET_FILE"}) {
