@@ -1,4 +1,6 @@
-// The kiln subcommand that runs campaigns: `run` (cli_run.cpp). main.cpp dispatches to it.
+// The kiln subcommands that run campaigns: `run` (cli_run.cpp), `report` and `resume`
+// (cli_recover.cpp). main.cpp dispatches to them. A campaign's RunConfig is kept in its
+// campaign.json ("config"), so that kiln resume starts the same campaign again.
 #pragma once
 
 #include <optional>
@@ -40,6 +42,10 @@ struct RunConfig {
   bool only_allocation = false;
 };
 
+// The settings kiln resume needs (not out, not quiet), as campaign.json keeps them.
+void to_json(nlohmann::json& j, const RunConfig& c);
+void from_json(const nlohmann::json& j, RunConfig& c);
+
 // One line on stderr ("kiln: error: ..."); returns 2.
 int fail(const std::string& msg);
 
@@ -53,10 +59,12 @@ std::string check_run_config(RunConfig& c);
 std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::CommandRunner& runner,
                              std::optional<coord::SlurmPlan>& plan);
 
-// Starts the launcher and runs the campaign to its end; the exit code.
+// Starts the launcher and runs the campaign to its end (or takes over `resume`); the exit code.
 int run_campaign(const RunConfig& c, coord::CampaignOptions& o, const std::optional<coord::SlurmPlan>& plan,
                  slurm::CommandRunner& runner);
 
 int cmd_run(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
+int cmd_resume(const std::vector<std::string>& args);
 
 }  // namespace kiln::cli

@@ -1,4 +1,4 @@
-// `kiln run`: its options, their checks, and starting a campaign.
+// `kiln run`: its options, their checks, and starting a campaign (also for kiln resume).
 #include <boost/asio/ip/address.hpp>
 #include <boost/program_options.hpp>
 #include <spdlog/spdlog.h>
@@ -227,6 +227,48 @@ std::string check_run_config(RunConfig& c) {
   return "";
 }
 
+void to_json(nlohmann::json& j, const RunConfig& c) {
+  const auto& lo = c.localize;
+  j = {{"launcher", c.launcher}, {"ranks", c.ranks}, {"ranks_given", c.ranks_given},
+       {"listen", c.listen}, {"advertise", c.advertise}, {"worker", c.worker},
+       {"tests", c.tests}, {"params", c.params}, {"deadline", c.deadline},
+       {"connect_timeout", c.connect_timeout}, {"mpirun_args", c.mpirun_args},
+       {"localize", {{"by", lo.by}, {"test", lo.test}, {"size_bytes", lo.size_bytes}, {"deadline_s", lo.deadline_s},
+                     {"votes", lo.votes}, {"rel_cutoff", lo.rel_cutoff}, {"mode", lo.mode}}},
+       {"nodelist", c.nodelist}, {"partition", c.partition}, {"nodes", c.nodes}, {"nodes_given", c.nodes_given},
+       {"job_template", c.job_template}, {"sbatch_args", c.sbatch_args}, {"only_allocation", c.only_allocation}};
+}
+
+void from_json(const nlohmann::json& j, RunConfig& c) {
+  const RunConfig d;
+  c.launcher = j.value("launcher", d.launcher);
+  c.ranks = j.value("ranks", d.ranks);
+  c.ranks_given = j.value("ranks_given", false);
+  c.listen = j.value("listen", d.listen);
+  c.advertise = j.value("advertise", d.advertise);
+  c.worker = j.value("worker", d.worker);
+  c.tests = j.value("tests", d.tests);
+  c.params = j.value("params", d.params);
+  c.deadline = j.value("deadline", d.deadline);
+  c.connect_timeout = j.value("connect_timeout", d.connect_timeout);
+  c.mpirun_args = j.value("mpirun_args", d.mpirun_args);
+  const auto lo = j.value("localize", nlohmann::json::object());
+  c.localize.by = lo.value("by", d.localize.by);
+  c.localize.test = lo.value("test", d.localize.test);
+  c.localize.size_bytes = lo.value("size_bytes", d.localize.size_bytes);
+  c.localize.deadline_s = lo.value("deadline_s", d.localize.deadline_s);
+  c.localize.votes = lo.value("votes", d.localize.votes);
+  c.localize.rel_cutoff = lo.value("rel_cutoff", d.localize.rel_cutoff);
+  c.localize.mode = lo.value("mode", d.localize.mode);
+  c.nodelist = j.value("nodelist", d.nodelist);
+  c.partition = j.value("partition", d.partition);
+  c.nodes = j.value("nodes", d.nodes);
+  c.nodes_given = j.value("nodes_given", false);
+  c.job_template = j.value("job_template", d.job_template);
+  c.sbatch_args = j.value("sbatch_args", d.sbatch_args);
+  c.only_allocation = j.value("only_allocation", false);
+}
+
 std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::CommandRunner& runner,
                              std::optional<coord::SlurmPlan>& plan) {
   try {
@@ -250,10 +292,14 @@ std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::Com
     auto out = coord::localize(camp, lo);
     return std::make_pair(out.findings, localization_section(lo, out));
   };
-  o.worker = c.worker.empty() ? self_dir() / "kiln-worker" : fs::path(c.worker);
+  // Absolute, so that kiln resume finds the same binary from anywhere.
+  o.worker = fs::absolute(c.worker.empty() ? self_dir() / "kiln-worker" : fs::path(c.worker));
   if (c.launcher != "none" && !fs::exists(o.worker)) return "worker binary " + o.worker.string() + " not found (use --worker)";
+  c.worker = o.worker.string();
   if (c.launcher == "slurm")
     if (auto e = plan_slurm(c, o, runner, plan); !e.empty()) return e;
+  RunConfig kept = c;
+  o.spec = {{"config", kept}};
   return "";
 }
 
@@ -304,7 +350,8 @@ int cmd_run(const std::vector<std::string>& args) {
   o.run_id = make_run_id();
   o.out = c.out.empty() ? fs::path("kiln-runs") / o.run_id : fs::path(c.out);
   if (fs::exists(o.out / "results.jsonl") || fs::exists(o.out / "secret"))
-    return fail("output directory " + o.out.string() + " already holds a campaign; choose another --out");
+    return fail("output directory " + o.out.string() + " already holds a campaign; choose another --out (kiln resume " +
+                o.out.string() + " continues it)");
   try {
     coord::create_run_dir(o.out);
   } catch (const std::exception& e) {

@@ -1,5 +1,6 @@
-// kiln: the coordinator. `kiln run` launches workers and drives a campaign (cli_run.cpp); `kiln
-// simulate` runs the localization planner against a model cluster.
+// kiln: the coordinator. `kiln run` launches workers and drives a campaign (cli_run.cpp), `kiln
+// report` and `kiln resume` rebuild or continue one from its run directory (cli_recover.cpp);
+// `kiln simulate` runs the localization planner against a model cluster.
 #include <boost/program_options.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -24,6 +25,8 @@ usage: kiln <command> [options]
 
 commands:
   run        launch kiln-worker on the nodes and run a campaign
+  report     rebuild RUN_DIR/report.json from what the run directory holds
+  resume     continue a campaign whose coordinator died (or stopped on an error)
   simulate   run the localization planner against a model cluster
   catalog    print the findings catalog (code, severity, meaning, next step)
   version    print the version
@@ -117,6 +120,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "run") return cli::cmd_run(rest);
+  if (cmd == "report") return cli::cmd_report(rest);
+  if (cmd == "resume") return cli::cmd_resume(rest);
   if (cmd == "simulate") return cmd_simulate(rest);
   if (cmd == "catalog") return cmd_catalog(rest);
   return fail("unknown command '" + cmd + "' (see kiln --help)");
