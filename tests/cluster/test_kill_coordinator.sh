@@ -29,6 +29,7 @@ start=$(date +%s.%N)
 rc=$?
 secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
 echo "figures: kiln resume took $secs s"
+grep -E "earlier session|round [0-9]+ ended|connected \(" "$TMP/resume.err" | sed 's/^/  resume: /' | head -12
 [ $rc -eq 0 ] && pass "kiln resume finished the campaign (exit 0)" \
   || { bad "kiln resume exit $rc"; cat "$TMP/resume.err" "$TMP/resume.out"; cat "$OUT"/slurm-*.out | tail -20; }
 jobs=$(ls "$OUT"/slurm-*.out | wc -l)
