@@ -90,8 +90,6 @@ void Campaign::handle(Event& e, Acks& acks) {
         // After our bye, or theirs, leaving is the normal end of a worker.
         it->second.lost_reason = ending_ || it->second.said_bye ? "bye" : e.reason;
         if (!ending_) progress("lost rank " + std::to_string(e.rank) + " on " + it->second.host + ": " + e.reason);
-        if (it->second.lost_reason != "bye")
-          journal("lost", {{"rank", e.rank}, {"host", it->second.host}, {"reason", e.reason}}, false);
       }
       return;
     }
@@ -184,10 +182,21 @@ void Campaign::on_message(const Event& e, RankState& st, proto::Error& er, Acks&
 void Campaign::on_message(const Event&, RankState& st, proto::Bye&, Acks&) { st.said_bye = true; }
 void Campaign::on_message(const Event&, RankState&, proto::Heartbeat&, Acks&) {}
 
+// Every rank lost mid-campaign goes to the journal once, whoever noticed it (a closed connection,
+// a missed deadline, a record it did not own), so that kiln report sees the fates the campaign saw.
+void Campaign::journal_losses() {
+  for (auto& [r, st] : ranks_) {
+    if (!st.lost || st.lost_reason == "bye" || st.loss_journaled) continue;
+    st.loss_journaled = true;
+    journal("lost", {{"rank", r}, {"host", st.host}, {"reason", st.lost_reason}}, false);
+  }
+}
+
 void Campaign::pump(Clock::time_point until) {
   auto batch = events_.take_all(until);
   Acks acks;
   for (auto& e : batch) handle(e, acks);
+  journal_losses();
   if (!acks.empty()) {
     try {
       store_->sync();  // on disk before anyone is told it is safe
@@ -249,9 +258,9 @@ void Campaign::end_round(bool cut, Clock::time_point start) {
     st.lost = true;
     st.lost_reason = "did not finish round " + std::to_string(id) + " within its deadline";
     progress("lost rank " + std::to_string(r) + " on " + st.host + ": " + st.lost_reason);
-    journal("lost", {{"rank", r}, {"host", st.host}, {"reason", st.lost_reason}}, false);
     server_->close(st.session, st.lost_reason);
   }
+  journal_losses();
   current_->duration_s = seconds_since(start);
   if (!cut) {
     journal("round_end", {{"id", id}, {"done", current_->done}, {"missing", current_->missing},

@@ -60,6 +60,7 @@ struct RankState {
   std::string lost_reason;
   NodeInfo info;
   RankCounts counts;  // what it measured in this session (its results are on disk, not kept)
+  bool loss_journaled = false;
 };
 
 using analysis::Phase;
@@ -115,6 +116,7 @@ class Campaign {
   void attach(Record rec, RankState& st);
   void storage_failed(const std::string& what);
   void journal(const std::string& event, nlohmann::json fields, bool sync_now);
+  void journal_losses();
   void say_goodbye(const std::string& reason, std::chrono::seconds wait);
   ReportInput report_input(const std::string& error) const;
   // Writes report.json and prints the summary; returns the exit code. Never throws: when the
