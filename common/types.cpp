@@ -97,9 +97,13 @@ void to_json(nlohmann::json& j, const Problem& p) { j = {{"code", p.code}, {"wha
 void from_json(const nlohmann::json& j, Problem& p) {
   j.at("code").get_to(p.code);
   p.what = j.value("what", std::string{});
-  // An unknown code is kept in words so that the finding it becomes can say what was sent.
-  if (p.code == Code::ResultInvalid && j.at("code").is_string() && j.at("code").get<std::string>() != "result.invalid")
-    p.what = "unknown finding code '" + j.at("code").get<std::string>().substr(0, 64) + "'" +
+  // An unknown code is kept in words so that the finding it becomes can say what was sent (a
+  // name, or a value that is no name at all, such as a number).
+  const auto& code = j.at("code");
+  if (p.code == Code::ResultInvalid && !(code.is_string() && code.get<std::string>() == "result.invalid"))
+    p.what = "unknown finding code " +
+             (code.is_string() ? "'" + code.get<std::string>().substr(0, 64) + "'"
+                               : code.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).substr(0, 64)) +
              (p.what.empty() ? "" : ": " + p.what);
 }
 

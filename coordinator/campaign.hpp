@@ -1,6 +1,8 @@
 // One campaign: wait for the workers, drive rounds, persist every result before acknowledging
 // it, turn results into findings, write the report. Runs on the caller's thread; the
-// ResultServer's I/O thread only feeds it events.
+// ResultServer's I/O thread only feeds it events. Each round is written to RUN_DIR/journal.jsonl
+// when it starts and when it ends, so that a campaign whose coordinator died can be reported on
+// (`kiln report`) and continued (`kiln resume`: the same class, given the run so far).
 #pragma once
 
 #include <chrono>
@@ -22,6 +24,8 @@
 
 namespace kiln::coord {
 
+struct LoadedRun;
+
 struct CampaignOptions {
   std::filesystem::path out;
   std::string run_id;
@@ -39,6 +43,11 @@ struct CampaignOptions {
   std::set<std::string> allowed_peers;      // when set, the only addresses that may connect
   // The localization phase, run after the test plan: returns its findings and its report section.
   std::function<std::pair<std::vector<Finding>, nlohmann::json>(class Campaign&)> localize;
+  // How to run the campaign again (launcher, plan, options): kept in campaign.json for kiln resume.
+  nlohmann::json spec = nlohmann::json::object();
+  // kiln resume: the campaign so far (read from the run directory). Its finished plan rounds are
+  // not run again, its results are appended to, and the report covers every session.
+  const LoadedRun* resume = nullptr;
 };
 
 struct RankState {
@@ -50,10 +59,8 @@ struct RankState {
   bool said_bye = false;
   std::string lost_reason;
   NodeInfo info;
-  std::uint64_t results = 0;
-  std::map<std::string, std::uint64_t> by_status;
-  std::string headline;              // a sweep's figure at its largest size: what an operator looks at first
-  std::int64_t headline_size = -1;
+  RankCounts counts;  // what it measured in this session (its results are on disk, not kept)
+  bool loss_journaled = false;
 };
 
 using analysis::Phase;
@@ -61,6 +68,9 @@ using analysis::RoundRecord;
 
 class ResultServer;
 class ResultStore;
+class Journal;
+class SpaceReserve;
+struct ReportInput;
 
 // Asks a running campaign to stop (from a SIGINT/SIGTERM handler): it stops its workers, writes
 // the report with what it has, and returns 2.
@@ -76,12 +86,22 @@ class Campaign {
 
   // Runs one round over the live ranks and returns what came back. Exposed for the localization
   // phase, which drives rounds chosen by the planner.
-  RoundRecord run_round(proto::Round round, const std::string& reason, Phase phase = Phase::Plan);
+  // plan_index: which test of the plan the round runs (plan rounds), so that kiln resume knows.
+  RoundRecord run_round(proto::Round round, const std::string& reason, Phase phase = Phase::Plan,
+                        int plan_index = -1);
   const std::map<int, RankState>& ranks() const { return ranks_; }
+  // A signal or a storage error: run no more rounds.
+  bool stopping() const { return stop_requested() != 0 || !storage_error_.empty(); }
 
  private:
+  void open_run_dir();
+  void restore(const LoadedRun& run);
   bool wait_for_workers();
+  int run_rounds();
+  int end_interrupted();
+  int end_on_storage_error();
   void pump(std::chrono::steady_clock::time_point until);
+  void end_round(bool cut, std::chrono::steady_clock::time_point start);
   using Acks = std::vector<std::pair<SessionId, std::uint64_t>>;
   void handle(Event& e, Acks& acks);
   bool owned(const Event& e, RankState& st, int rank, const std::string& host, const Entity* entity,
@@ -92,10 +112,16 @@ class Campaign {
   void on_message(const Event& e, RankState& st, proto::Error& m, Acks& acks);
   void on_message(const Event& e, RankState& st, proto::Bye& m, Acks& acks);
   void on_message(const Event& e, RankState& st, proto::Heartbeat& m, Acks& acks);
-  void say_goodbye();
-  std::vector<Finding> findings() const;
-  Report report(const std::string& verdict, const std::string& error) const;
-  void write_report_and_summary(const std::string& verdict, const std::string& error);
+  bool keep(Record rec, RankState& st);
+  void attach(Record rec, RankState& st);
+  void storage_failed(const std::string& what);
+  void journal(const std::string& event, nlohmann::json fields, bool sync_now);
+  void journal_losses();
+  void say_goodbye(const std::string& reason, std::chrono::seconds wait);
+  ReportInput report_input(const std::string& error) const;
+  // Writes report.json and prints the summary; returns the exit code. Never throws: when the
+  // report cannot be written it says so on stderr and returns 2.
+  int write_report_and_summary(const std::string& error);
   void progress(const std::string& line) const;
   std::set<int> live_ranks() const;
 
@@ -104,15 +130,25 @@ class Campaign {
   EventQueue events_;
   std::unique_ptr<ResultServer> server_;
   std::unique_ptr<ResultStore> store_;
+  std::unique_ptr<Journal> journal_;
+  std::unique_ptr<SpaceReserve> reserve_;
+  std::string storage_error_;  // the first write or sync the disk refused
+  bool journal_dirty_ = false;
+  int session_ = 1;
+  std::string coordinator_;  // HOST:PORT the workers dial
   std::map<int, RankState> ranks_;
-  std::vector<RoundRecord> rounds_;
+  std::vector<RoundRecord> rounds_;  // every round of the campaign, earlier sessions' too
+  std::vector<Result> unattached_;   // results naming no round
   RoundRecord* current_ = nullptr;
+  std::set<int> plan_done_;          // plan indexes whose round finished (earlier sessions)
+  bool localized_before_ = false;    // an earlier session finished the localization
   std::vector<Finding> extra_findings_;
   std::optional<LaunchEnd> launch_end_;
   std::chrono::system_clock::time_point started_;
   std::uint64_t rejected_ = 0;
   std::int64_t next_round_id_ = 1;
   nlohmann::json localization_ = nullptr;
+  bool localized_now_ = false;  // this session ran the localization to its end
   bool ending_ = false;
 };
 

@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
@@ -30,7 +32,7 @@ ChildProcess::~ChildProcess() {
 
 void ChildProcess::spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                          const std::filesystem::path& log) {
-  int logfd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int logfd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (logfd < 0) throw std::runtime_error("cannot open " + log.string() + ": " + std::strerror(errno));
   // Build everything the child needs before fork: only async-signal-safe calls after it.
   std::vector<std::string> envs;
@@ -106,7 +108,10 @@ LaunchEnd ChildProcess::wait_or_kill(std::chrono::milliseconds grace) {
 }
 
 std::vector<std::string> LocalLauncher::mpirun_argv(const LaunchRequest& req) {
-  std::vector<std::string> argv{"mpirun", "-np", std::to_string(req.ranks), "--oversubscribe"};
+  // --enable-recovery: a rank that dies (a crash, the OOM killer, kill -9) is a rank.lost finding
+  // while the others go on; without it mpirun tears the whole job down. A worker that cannot take
+  // part still ends the job, through MPI_Abort.
+  std::vector<std::string> argv{"mpirun", "-np", std::to_string(req.ranks), "--oversubscribe", "--enable-recovery"};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   // Workers pick up the coordinator from these; -x exports them to every rank.
   for (const char* v : {"KILN_COORDINATOR", "KILN_SECRET_FILE"}) {
@@ -140,6 +145,45 @@ void LocalLauncher::launch(const LaunchRequest& req) {
       {"OMPI_MCA_rmaps_base_oversubscribe", "1"},
   };
   child_.spawn(mpirun_argv(req), env, req.run_dir / "workers.log");
+}
+
+namespace {
+
+// When a process started, in clock ticks since boot (/proc/PID/stat field 22): with the pid it
+// names one process, never a later one that reused the pid. 0 when there is no such process, or
+// only its zombie.
+unsigned long long start_time(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return 0;
+  const auto paren = stat.rfind(')');  // the command name may hold spaces and parentheses
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(paren + 1));
+  std::string f;
+  for (int i = 3; i <= 22 && fields >> f; ++i) {
+    if (i == 3 && f == "Z") return 0;
+    if (i == 22) return std::strtoull(f.c_str(), nullptr, 10);
+  }
+  return 0;
+}
+
+}  // namespace
+
+nlohmann::json LocalLauncher::identity() const {
+  if (child_.pid() <= 0) return nullptr;
+  return {{"pid", child_.pid()}, {"pid_start", start_time(child_.pid())}};
+}
+
+std::string LocalLauncher::stop_earlier(const nlohmann::json& id) {
+  if (!id.is_object() || !id.contains("pid") || !id.contains("pid_start")) return {};
+  const auto pid = static_cast<pid_t>(id.value("pid", 0));
+  const auto started = id.value("pid_start", 0ull);
+  if (pid <= 1 || started == 0 || start_time(pid) != started) return {};
+  // mpirun leads its own process group (spawn); SIGTERM lets it take its ranks down with it.
+  ::kill(-pid, SIGTERM);
+  for (int i = 0; i < 100 && start_time(pid) == started; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ::kill(-pid, SIGKILL);
+  return "stopped the earlier session's mpirun (process group " + std::to_string(pid) + ")";
 }
 
 }  // namespace kiln::coord

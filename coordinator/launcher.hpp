@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace kiln::coord {
 
 struct LaunchRequest {
@@ -37,6 +39,13 @@ class Launcher {
   virtual std::string progress() { return {}; }         // e.g. "job 42 PENDING (Resources)"
   // Waits up to `grace` for a normal end, then stops the job for good.
   virtual LaunchEnd finish(std::chrono::milliseconds grace) = 0;
+  // What identifies the launched job (the mpirun process, the SLURM job id), kept in the journal
+  // so that kiln resume can stop what a coordinator that died left running.
+  virtual nlohmann::json identity() const { return nullptr; }
+  // Stops the job an earlier coordinator session launched, from its identity, if it still runs:
+  // its workers would otherwise burn on for the rest of their check, holding cores or nodes.
+  // Returns what it did, for the progress line ("" when nothing ran).
+  virtual std::string stop_earlier(const nlohmann::json&) { return {}; }
 };
 
 // A child process in its own process group, with stdout and stderr to a log file.
@@ -61,6 +70,8 @@ class LocalLauncher : public Launcher {
   void launch(const LaunchRequest& req) override;
   std::optional<LaunchEnd> poll() override { return child_.poll(); }
   LaunchEnd finish(std::chrono::milliseconds grace) override { return child_.wait_or_kill(grace); }
+  nlohmann::json identity() const override;
+  std::string stop_earlier(const nlohmann::json& id) override;
   static std::vector<std::string> mpirun_argv(const LaunchRequest& req);
 
  private:

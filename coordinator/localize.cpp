@@ -64,7 +64,7 @@ LocalizeOutcome localize(Campaign& campaign, const LocalizeOptions& opts) {
       params[ps.name] = opts.size_bytes;
   std::set<int> lost_units;
   while (auto plan = planner.next()) {
-    if (stop_requested()) break;
+    if (campaign.stopping()) break;  // a signal or a disk that refuses writes: no more rounds
     for (std::size_t u = 0; u < units.rank_of.size(); ++u) {
       auto it = campaign.ranks().find(units.rank_of[u]);
       if (it == campaign.ranks().end() || it->second.lost) lost_units.insert(static_cast<int>(u));

@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <sstream>
 
+#include "common/checks.hpp"
 #include "common/findings.hpp"
+#include "common/hostlist.hpp"
 #include "common/text.hpp"
 
 namespace kiln::coord {
@@ -29,7 +31,7 @@ void to_json(json& j, const Report& r) {
   for (const auto& rr : r.rounds)
     rounds.push_back({{"id", rr.id}, {"tests", rr.tests}, {"groups", rr.groups}, {"reason", rr.reason},
                       {"phase", rr.phase}, {"duration_s", rr.duration_s}, {"done", rr.done},
-                      {"missing", rr.missing}, {"results", rr.results}});
+                      {"missing", rr.missing}, {"results", rr.results}, {"finished", rr.finished}});
   json by_test = json::object(), checks = json::object();
   for (const auto& [t, m] : r.results_by_test) by_test[t] = m;
   for (const auto& [t, m] : r.checks_by_test) checks[t] = m;
@@ -42,7 +44,10 @@ void to_json(json& j, const Report& r) {
        {"hostlist", r.hostlist},
        {"nodes", nodes},
        {"ranks", ranks},
-       {"results", {{"total", r.results_total}, {"by_status", counts(r.results_by_status)}, {"by_test", by_test}}},
+       {"sessions", r.sessions},
+       {"results", {{"total", r.results_total}, {"not_judged", r.results_not_judged},
+                    {"unreadable_lines", r.unreadable_lines}, {"by_status", counts(r.results_by_status)},
+                    {"by_test", by_test}}},
        {"checks", checks},
        {"rounds", rounds},
        {"findings", r.findings},
@@ -60,6 +65,10 @@ std::string render_summary(const Report& r, const std::string& results_path, con
      << " rank(s), " << r.rounds.size() << " round(s), " << r.results_total << " results in "
      << static_cast<int>(r.duration_s + 0.5) << " s\n";
   if (!r.error.empty()) os << "  error: " << printable(r.error, 1000) << "\n";
+  if (r.sessions > 1) os << "  resumed: " << r.sessions - 1 << " time(s)\n";
+  if (r.results_not_judged > 0)
+    os << "  not judged: " << r.results_not_judged << " result(s) of rounds cut short (run again) or of no round\n";
+  if (r.unreadable_lines > 0) os << "  unreadable: " << r.unreadable_lines << " line(s) of results.jsonl\n";
   char line[256];
   std::snprintf(line, sizeof line, "  %-5s %-20s %-7s %7s %5s %5s %5s  %s\n", "rank", "host", "state", "results",
                 "pass", "skip", "bad", "headline");
@@ -91,5 +100,134 @@ std::string render_summary(const Report& r, const std::string& results_path, con
   os << "  results: " << results_path << "\n  report:  " << report_path << "\n";
   return os.str();
 }
+
+}  // namespace kiln::coord
+
+namespace kiln::coord {
+
+namespace {
+
+using analysis::RoundRecord;
+
+// The plan's findings. A value the judgement cannot use must cost a finding, never the report:
+// judge each round alone when judging them together fails, and say which could not be judged.
+std::vector<Finding> plan_findings(const ReportInput& in, const std::vector<RoundRecord>& rounds) {
+  std::vector<analysis::RankFate> fates;
+  for (const auto& k : in.ranks) fates.push_back({k.rank, k.host, k.joined, k.lost, k.lost_reason});
+  try {
+    return analysis::judge_plan(in.expected_ranks, fates, rounds);
+  } catch (const std::exception&) {
+  }
+  std::vector<Finding> out;
+  try {
+    out = analysis::judge_plan(in.expected_ranks, fates, {});
+  } catch (const std::exception& e) {
+    out.push_back(make_finding(Code::ResultInvalid, {"job", in.run_id}, std::string("rank states: ") + e.what()));
+  }
+  for (const auto& rr : rounds) {
+    try {
+      for (auto& f : analysis::judge_plan(0, {}, {rr})) out.push_back(std::move(f));
+    } catch (const std::exception& e) {
+      out.push_back(make_finding(Code::ResultInvalid, {"job", in.run_id},
+                                 "round " + std::to_string(rr.round.id) + " could not be judged: " + e.what()));
+    }
+  }
+  return out;
+}
+
+// Totals from each round's counts (not its records: a live campaign keeps only those judgement
+// reads); results of rounds cut short, and of no round, are counted but not judged.
+void count_results(Report& rep, const std::vector<RoundRecord>& rounds, const ReportInput& in) {
+  auto count = [&](const std::string& test, const std::string& status, std::uint64_t n) {
+    rep.results_by_status[status] += n;
+    rep.results_by_test[test][status] += n;
+  };
+  for (const auto& rr : rounds) {
+    rep.results_total += rr.result_count;
+    if (!rr.finished) rep.results_not_judged += rr.result_count;
+    for (const auto& [test, by_status] : rr.by_test)
+      for (const auto& [status, n] : by_status) count(test, status, n);
+    for (const auto& e : rr.ends) ++rep.checks_by_test[e.test][to_string(e.status)];
+    rep.rounds.push_back({rr.round.id, rr.round.tests, rr.round.groups, rr.reason,
+                          rr.phase == analysis::Phase::Localize ? "localize" : "plan", rr.duration_s,
+                          std::vector<int>(rr.done.begin(), rr.done.end()),
+                          std::vector<int>(rr.missing.begin(), rr.missing.end()), rr.result_count, rr.finished});
+  }
+  for (const auto& r : in.unattached) {
+    ++rep.results_total;
+    ++rep.results_not_judged;
+    count(r.test, to_string(r.status), 1);
+  }
+}
+
+}  // namespace
+
+void RankCounts::add(const Result& r) {
+  ++results;
+  ++by_status[to_string(r.status)];
+  // The headline: a sweep's declared figure at the largest size the rank measured.
+  const auto* spec = find_check(r.test);
+  if (!spec || !spec->figure || !spec->figure->per_size || r.metric != spec->figure->metric || !r.size_bytes ||
+      *r.size_bytes <= headline_size)
+    return;
+  headline_size = *r.size_bytes;
+  char h[160];
+  std::snprintf(h, sizeof h, "%.64s %.32s %.2f %.16s @ %lld B", r.test.c_str(), r.metric.c_str(), r.value,
+                r.unit.c_str(), static_cast<long long>(headline_size));
+  headline = printable(h, 120);
+}
+
+void RankCounts::merge(const RankCounts& o) {
+  results += o.results;
+  for (const auto& [status, n] : o.by_status) by_status[status] += n;
+  if (o.headline_size > headline_size) {
+    headline_size = o.headline_size;
+    headline = o.headline;
+  }
+}
+
+Report build_report(const ReportInput& in, const std::vector<RoundRecord>& rounds) {
+  Report rep;
+  rep.run_id = in.run_id;
+  rep.error = in.error;
+  rep.launcher = in.launcher;
+  rep.started = in.started;
+  rep.duration_s = in.duration_s;
+  rep.sessions = in.sessions;
+  rep.unreadable_lines = in.unreadable_lines;
+  rep.rejected_connections = in.rejected;
+  rep.localization = in.localization;
+  rep.launch = in.launch;
+  std::map<std::string, std::vector<int>> by_host;
+  std::map<int, const RankSeen*> seen;
+  for (const auto& k : in.ranks) {
+    seen[k.rank] = &k;
+    if (k.joined) by_host[k.host].push_back(k.rank);
+  }
+  std::vector<std::string> hosts;
+  for (const auto& [host, rs] : by_host) {
+    rep.nodes.push_back({host, rs, seen.at(rs.front())->info});
+    hosts.push_back(host);
+  }
+  rep.hostlist = hosts.empty() ? std::string() : hostlist::compress(hosts);
+  count_results(rep, rounds, in);
+  for (int r = 0; r < in.expected_ranks; ++r) {
+    const auto it = seen.find(r);
+    if (it == seen.end() || !it->second->joined) {
+      rep.ranks.push_back({r, "", "missing", 0, {}, ""});
+      continue;
+    }
+    const auto& k = *it->second;
+    rep.ranks.push_back({r, k.host, k.lost ? "lost" : "ok", k.counts.results, k.counts.by_status, k.counts.headline});
+  }
+  if (in.error.empty()) {
+    rep.findings = plan_findings(in, rounds);
+    rep.findings.insert(rep.findings.end(), in.extra_findings.begin(), in.extra_findings.end());
+  }
+  rep.verdict = !in.error.empty() ? "error" : rep.findings.empty() && !in.launch_failed ? "pass" : "fail";
+  return rep;
+}
+
+int exit_code(const Report& r) { return r.verdict == "pass" ? 0 : r.verdict == "fail" ? 1 : 2; }
 
 }  // namespace kiln::coord

@@ -12,6 +12,7 @@
 
 #include "common/protocol.hpp"
 #include "common/types.hpp"
+#include "coordinator/analysis/judge.hpp"
 
 namespace kiln::coord {
 
@@ -39,6 +40,7 @@ struct RoundRow {
   double duration_s = 0;
   std::vector<int> done, missing;
   std::size_t results = 0;
+  bool finished = true;  // false: cut short; its results are counted but not judged
 };
 
 struct LaunchRow {
@@ -55,7 +57,10 @@ struct Report {
   std::string hostlist;
   std::vector<NodeRow> nodes;
   std::vector<RankRow> ranks;
-  std::uint64_t results_total = 0;
+  std::uint64_t results_total = 0;       // every result in results.jsonl
+  std::uint64_t results_not_judged = 0;  // of those, from rounds cut short or naming no round
+  std::uint64_t unreadable_lines = 0;    // lines of results.jsonl that could not be read
+  int sessions = 1;                      // coordinator sessions: 1, plus one per kiln resume
   std::map<std::string, std::uint64_t> results_by_status;
   std::map<std::string, std::map<std::string, std::uint64_t>> results_by_test;
   // How each check ended, per rank: test -> status -> ranks.
@@ -68,6 +73,53 @@ struct Report {
 };
 
 void to_json(nlohmann::json& j, const Report& r);
+
+// What one rank measured: counted as its results arrive (or are read back), because a live
+// campaign keeps only the results judgement reads (RoundRecord::results).
+struct RankCounts {
+  std::uint64_t results = 0;
+  std::map<std::string, std::uint64_t> by_status;
+  std::string headline;  // a sweep's figure at its largest size: what an operator looks at first
+  std::int64_t headline_size = -1;
+  void add(const Result& r);
+  void merge(const RankCounts& o);  // another session's counts
+};
+
+// What a rank did over the campaign, for the report.
+struct RankSeen {
+  int rank = -1;
+  std::string host;
+  bool joined = false;
+  bool lost = false;  // lost mid-campaign (not at the campaign's own goodbye)
+  std::string lost_reason;
+  NodeInfo info;
+  RankCounts counts;
+};
+
+// Everything a report is made of: the live campaign and `kiln report` (from a run directory)
+// fill this and call build_report, so the two cannot disagree.
+struct ReportInput {
+  std::string run_id, launcher;
+  std::string error;  // non-empty: the campaign could not run to its end (verdict error)
+  double started = 0, duration_s = 0;
+  int expected_ranks = 0;
+  int sessions = 1;
+  std::vector<RankSeen> ranks;
+  std::vector<Result> unattached;  // results naming no round the campaign ran (read back from disk)
+  std::uint64_t unreadable_lines = 0;
+  std::vector<Finding> extra_findings;  // the localization's, unreadable lines
+  nlohmann::json localization;
+  std::optional<LaunchRow> launch;
+  bool launch_failed = false;  // the job failed with nobody left: not a pass even without findings
+  std::uint64_t rejected = 0;
+};
+
+// Builds the report from the campaign's rounds (in id order, each with its counts and the records
+// judgement reads). Never throws on what the records hold: a value that cannot be judged becomes
+// a result.invalid finding.
+Report build_report(const ReportInput& in, const std::vector<analysis::RoundRecord>& rounds);
+// 0 pass, 1 findings, 2 error.
+int exit_code(const Report& r);
 
 // The operator's summary: verdict, one line per rank, the findings with their next steps.
 std::string render_summary(const Report& r, const std::string& results_path, const std::string& report_path);

@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/hostlist.hpp"
+#include "coordinator/store.hpp"
 #include "slurm/job_template.hpp"
 
 namespace kiln::coord {
@@ -181,16 +182,13 @@ void SlurmLauncher::launch(const LaunchRequest& req) {
                                                      {"secret_file", slurm::shell_quote(req.secret_file.string())},
                                                      {"worker_args", join(worker_args, " ")}});
   const fs::path path = fs::absolute(req.run_dir) / "job.sbatch";
-  {
-    std::ofstream out(path);
-    out << script;
-    if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
-  }
+  write_file_atomic(path, script);
   job_id_ = client_.submit(path, sbatch_options(req));
   spdlog::debug("submitted SLURM job {} ({} node(s) of partition {}, {} rank(s) per node)", job_id_, plan_.nodes,
                plan_.partition, plan_.tasks_per_node);
   // Where the campaign tells the operator to look when workers do not show up.
   std::error_code ec;
+  fs::remove(req.run_dir / "workers.log", ec);  // a resumed campaign's: it names the earlier job
   fs::create_symlink("slurm-" + job_id_ + ".out", req.run_dir / "workers.log", ec);
   last_poll_ = Clock::now();
 }
@@ -264,6 +262,26 @@ LaunchEnd SlurmLauncher::finish(std::chrono::milliseconds grace) {
   if (!end_) end_ = LaunchEnd{false, "job " + job_id_ + " " + (last_ ? last_->state : std::string("UNKNOWN")) +
                                          " (still not ended 15 s after scancel)"};
   return *end_;
+}
+
+nlohmann::json SlurmLauncher::identity() const {
+  if (job_id_.empty()) return nullptr;
+  return {{"job", job_id_}};
+}
+
+std::string SlurmLauncher::stop_earlier(const nlohmann::json& id) {
+  if (!id.is_object() || !id.contains("job") || !id.at("job").is_string()) return {};
+  const auto job = id.at("job").get<std::string>();
+  try {
+    const auto states = client_.states({job});
+    const auto it = states.find(job);
+    if (it == states.end() || it->second.phase == slurm::JobPhase::Terminal) return {};
+    client_.cancel(job);
+    return "cancelled the earlier session's job " + job + " (" + it->second.state + ")";
+  } catch (const std::exception& e) {
+    spdlog::warn("could not stop the earlier session's SLURM job {}: {}", job, e.what());
+    return {};
+  }
 }
 
 bool on_path(const std::string& program) {

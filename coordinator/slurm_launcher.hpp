@@ -60,6 +60,8 @@ class SlurmLauncher : public Launcher {
   std::optional<LaunchEnd> poll() override;
   std::string progress() override;
   LaunchEnd finish(std::chrono::milliseconds grace) override;
+  nlohmann::json identity() const override;
+  std::string stop_earlier(const nlohmann::json& id) override;
 
   const std::string& job_id() const { return job_id_; }
   // The sbatch options kiln adds before the script (exposed for tests and the docs).

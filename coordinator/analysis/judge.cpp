@@ -68,12 +68,15 @@ std::vector<Finding> judge_plan(int expected_ranks, const std::vector<RankFate>&
   std::map<std::tuple<Code, std::string, std::string>, Bucket> bad_by;
   for (const auto& rr : rounds) {
     if (rr.phase == Phase::Localize) continue;  // the planner judges those
+    if (!rr.finished) continue;                 // cut short: run again on resume, judged there
     for (const auto& r : rr.results) {
       if (!bad(r.status)) continue;
-      const auto summary = describe(r.test, r.status, r.entity, r.host, r.reason);
-      if (r.problems.empty()) add(bad_by, code_for(r.status), r.entity, summary, r);
+      // Workers stamp the entity; a record without one (read back from a hand-edited file) is the rank's.
+      const Entity ent = r.entity.kind.empty() ? Entity{"rank", std::to_string(r.rank)} : r.entity;
+      const auto summary = describe(r.test, r.status, ent, r.host, r.reason);
+      if (r.problems.empty()) add(bad_by, code_for(r.status), ent, summary, r);
       for (const auto& p : r.problems)
-        add(bad_by, p.code, r.entity, p.code == Code::ResultInvalid ? summary + " (" + p.what + ")" : summary, r);
+        add(bad_by, p.code, ent, p.code == Code::ResultInvalid ? summary + " (" + p.what + ")" : summary, r);
     }
     // A check that failed has its failing measurements as evidence; one that ended in error or
     // timeout may have none, so its end is the finding.

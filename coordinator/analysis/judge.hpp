@@ -37,6 +37,9 @@ struct RoundRecord {
   std::vector<CheckEnd> ends;
   std::uint64_t result_count = 0;                              // every result of the round
   std::map<std::string, std::map<std::string, std::uint64_t>> by_test;  // test -> status -> results
+  // False when the round was cut short (the coordinator died, the disk failed, a signal, the job
+  // ended): its records stay in results.jsonl but prove nothing, and kiln resume runs it again.
+  bool finished = true;
 };
 
 // Whether a live campaign keeps `r` in its round record (see RoundRecord::results).
@@ -57,7 +60,7 @@ struct RankFate {
 // Findings from the ranks' fates and the plan's rounds: rank.missing, rank.lost, one finding per
 // (code, entity) for results that did not pass (codes from the result's problems, else
 // test.<status>), test.error/test.timeout for checks that ended so, test.timeout for a rank that
-// did not finish a round.
+// did not finish a round. Rounds that did not finish are left out.
 std::vector<Finding> judge_plan(int expected_ranks, const std::vector<RankFate>& fates,
                                 const std::vector<RoundRecord>& rounds);
 

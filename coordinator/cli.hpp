@@ -1,0 +1,70 @@
+// The kiln subcommands that run campaigns: `run` (cli_run.cpp), `report` and `resume`
+// (cli_recover.cpp). main.cpp dispatches to them. A campaign's RunConfig is kept in its
+// campaign.json ("config"), so that kiln resume starts the same campaign again.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "coordinator/campaign.hpp"
+#include "coordinator/localize.hpp"
+#include "coordinator/slurm_launcher.hpp"
+#include "slurm/command_runner.hpp"
+
+namespace kiln::cli {
+
+struct RunConfig {
+  std::string launcher = "auto";
+  int ranks = 4;
+  bool ranks_given = false;  // --ranks was on the command line (or in the environment)
+  std::string out;
+  std::string listen;
+  std::string advertise;
+  std::string worker;
+  // The embedded default burn-in plan: GPU, NCCL and RDMA tests report SKIP where the hardware is absent.
+  std::string tests = "host.inventory,gpu.health,mpi.all_reduce,gpu.burn,gpu.memtest,gpu.copy_bw,nccl.all_reduce,ib.ports";
+  std::string params;  // JSON object: {"test.key": {...}}
+  double deadline = 120;
+  double connect_timeout = 60;
+  std::vector<std::string> mpirun_args;
+  bool quiet = false;
+  coord::LocalizeOptions localize;
+  std::string nodelist;
+  std::string partition;
+  int nodes = 0;
+  bool nodes_given = false;  // --nodes was given
+  std::string job_template;
+  std::vector<std::string> sbatch_args;
+  std::vector<std::string> hosts;  // --nodelist, expanded
+  bool only_allocation = false;
+};
+
+// The settings kiln resume needs (not out, not quiet), as campaign.json keeps them.
+void to_json(nlohmann::json& j, const RunConfig& c);
+void from_json(const nlohmann::json& j, RunConfig& c);
+
+// One line on stderr ("kiln: error: ..."); returns 2.
+int fail(const std::string& msg);
+
+// Bounds every value before anything is written or launched; fills c.hosts and resolves
+// --launcher auto. Returns the error, or an empty string.
+std::string check_run_config(RunConfig& c);
+
+// What a campaign needs to start, from a checked config: the plan, the listen address, the
+// localization, the worker and (slurm) the request checked against the cluster. Returns the
+// error, or an empty string. o.run_id and o.out are the caller's.
+std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::CommandRunner& runner,
+                             std::optional<coord::SlurmPlan>& plan);
+
+// Starts the launcher and runs the campaign to its end (or takes over `resume`); the exit code.
+int run_campaign(const RunConfig& c, coord::CampaignOptions& o, const std::optional<coord::SlurmPlan>& plan,
+                 slurm::CommandRunner& runner);
+
+int cmd_run(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
+int cmd_resume(const std::vector<std::string>& args);
+
+}  // namespace kiln::cli

@@ -1,0 +1,38 @@
+# Helpers for the crash, kill and full-disk tests (sourced after lib.sh).
+
+# A plan of N mpi.all_reduce rounds after host.inventory: long enough (about 0.5 s a round on 2
+# ranks) to kill something mid-campaign.
+long_plan() {
+  local n=$1 t="host.inventory" i
+  for i in $(seq "$n"); do t+=",mpi.all_reduce"; done
+  echo "$t"
+}
+LONG_PARAMS='{"mpi.all_reduce":{"max_bytes":16777216}}'
+
+# wait_for FILE PATTERN SECONDS: until PATTERN shows in FILE; false on timeout.
+wait_for() {
+  local i
+  for i in $(seq $(($3 * 10))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+
+# acked STDERR: how many records the coordinator had on disk and acknowledged, by its last
+# debug line (KILN_LOG_LEVEL=debug); 0 when none.
+acked() {
+  local n
+  n=$(grep -o '[0-9]* record(s) on disk, acknowledged' "$1" | tail -1 | awk '{print $1}')
+  echo "${n:-0}"
+}
+
+# lines_parse FILE: every line of FILE is a JSON object with a record kind (no torn line).
+lines_parse() {
+  python3 - "$1" <<'PY'
+import json, sys
+for n, line in enumerate(open(sys.argv[1], encoding="utf-8"), 1):
+    assert line.endswith("\n"), f"line {n} has no newline"
+    assert json.loads(line)["record"] in ("result", "end"), f"line {n}"
+PY
+}
+
+# result_lines FILE: result records in results.jsonl.
+result_lines() { grep -c '"record":"result"' "$1"; }

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# kill -9 of one worker rank mid-campaign: the report says rank.lost for it, the other ranks run
+# the rest of the plan, and every acknowledged result is in results.jsonl.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/store_lib.sh"
+OUT="$TMP/run"
+KILN_LOG_LEVEL=debug "$KILN" run --launcher local --ranks 3 --out "$OUT" --localize-by off --deadline 10 \
+  --tests "$(long_plan 6)" --params "$LONG_PARAMS" > "$TMP/run.out" 2> "$TMP/run.err" &
+pid=$!
+if ! wait_for "$TMP/run.err" "round 4: mpi" 120; then
+  bad "the campaign never reached round 4"; cat "$TMP/run.err"; kill $pid; finish
+fi
+# The worker ranks are mpirun's children; take the last one and read its rank from its environment.
+mpirun_pid=$(pgrep -P $pid mpirun | head -1)
+victim=$(pgrep -P "$mpirun_pid" -f kiln-worker | sort -n | tail -1)
+rank=$(tr '\0' '\n' < "/proc/$victim/environ" | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
+acked_before=$(acked "$TMP/run.err")
+kill -9 "$victim" && pass "killed rank $rank (pid $victim) with $acked_before records acknowledged"
+wait $pid
+rc=$?
+[ $rc -eq 1 ] && pass "campaign ended with findings (exit 1)" || { bad "exit $rc, want 1"; cat "$TMP/run.err" "$TMP/run.out"; tail -20 "$OUT/workers.log"; }
+acked=$(acked "$TMP/run.err")
+lines=$(wc -l < "$OUT/results.jsonl")
+echo "figures: $acked records acknowledged, $lines lines in results.jsonl"
+[ "$acked" -gt 0 ] && [ "$lines" -ge "$acked" ] && pass "every acknowledged record is in the file" || bad "acknowledged $acked, $lines lines"
+lines_parse "$OUT/results.jsonl" && pass "every line parses" || bad "a torn or bad line"
+python3 - "$OUT" "$rank" <<'PY' && pass "rank.lost for rank $rank; the others finished the plan" || bad "report content"
+import json, sys
+out, rank = sys.argv[1], int(sys.argv[2])
+rep = json.load(open(out + "/report.json"))
+lost = [f for f in rep["findings"] if f["code"] == "rank.lost"]
+assert [f["entity"]["id"] for f in lost] == [str(rank)], lost
+states = {r["rank"]: r["state"] for r in rep["ranks"]}
+assert states[rank] == "lost" and all(s == "ok" for r, s in states.items() if r != rank), states
+others = sorted(set(range(3)) - {rank})
+plan = [r for r in rep["rounds"] if r["phase"] == "plan"]
+assert len(plan) == 7 and all(r["finished"] for r in plan), [(r["id"], r["finished"]) for r in plan]
+assert plan[-1]["done"] == others, plan[-1]   # the last round ran on the other ranks, to its end
+rows = [json.loads(l) for l in open(out + "/results.jsonl") if '"record":"result"' in l]
+assert rep["results"]["total"] == len(rows)
+assert any(r["round_id"] == plan[-1]["id"] for r in rows)
+PY
+# The journal holds the same fates: a report rebuilt from the run directory says the same.
+cp "$OUT/report.json" "$TMP/live.json"
+expect_exit 1 "kiln report rebuilds the report" -- "$KILN" report "$OUT"
+python3 - "$TMP/live.json" "$OUT/report.json" <<'PY' && pass "the rebuilt report has the same findings, ranks and totals" || bad "rebuilt report differs"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+key = lambda r: sorted((f["code"], f["entity"]["id"]) for f in r["findings"])
+assert key(a) == key(b), (key(a), key(b))
+assert a["ranks"] == b["ranks"] and a["results"] == b["results"] and a["verdict"] == b["verdict"]
+PY
+sleep 0.5
+pgrep -f "$WORKER" >/dev/null && bad "kiln-worker processes left behind" || pass "no workers left behind"
+finish
