@@ -7,6 +7,8 @@
 // turns algorithm bandwidth into what each link of a ring must carry.
 #pragma once
 
+#include "common/checks.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -151,23 +153,7 @@ inline float pattern_value(int rank, std::size_t i) {
   return static_cast<float>((i * 31u + static_cast<std::size_t>(rank) * 17u) % 61u);
 }
 
-// Parses "8", "64K", "1M", "8G" (powers of 1024, as nccl-tests' -b/-e do).
-inline std::size_t parse_bytes(const std::string& text) {
-  if (text.empty()) throw std::invalid_argument("empty size");
-  std::size_t pos = 0;
-  unsigned long long v = std::stoull(text, &pos);
-  std::size_t mult = 1;
-  if (pos < text.size()) {
-    switch (text[pos]) {
-      case 'k': case 'K': mult = 1ull << 10; break;
-      case 'm': case 'M': mult = 1ull << 20; break;
-      case 'g': case 'G': mult = 1ull << 30; break;
-      default: throw std::invalid_argument("bad size suffix in '" + text + "'");
-    }
-    if (pos + 1 != text.size() && !(pos + 2 == text.size() && (text[pos + 1] == 'B' || text[pos + 1] == 'b')))
-      throw std::invalid_argument("bad size '" + text + "'");
-  }
-  return static_cast<std::size_t>(v) * mult;
-}
+// nccl-tests' -b/-e sizes ("8", "64K", "8G", "8GB"): the size syntax every check's parameters use.
+inline std::size_t parse_bytes(const std::string& text) { return static_cast<std::size_t>(kiln::parse_size(text)); }
 
 }  // namespace kiln::worker::nccl
