@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
-#include <regex>
+#include <limits>
 #include <sstream>
 
 #include "common/hostlist.hpp"
@@ -60,6 +60,44 @@ int to_int(const std::string& s, const std::string& what) {
   return v;
 }
 
+// A count SLURM prints (nodes, CPUs, a switch level): never negative.
+int to_count(const std::string& s, const std::string& what) {
+  const int v = to_int(s, what);
+  if (v < 0) bad_output(what, s);
+  return v;
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+bool all_of_chars(const std::string& s, bool (*ok)(char)) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), ok);
+}
+
+bool is_cluster_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+}
+
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+
+// Drops SLURM's " [user@time]" from the end of a node's reason: the last bracket pair, when it
+// holds an '@' and closes the text, with the blanks before it. (A loop, not std::regex, whose
+// recursion overflowed the stack on a reason of some 30,000 characters.)
+std::string without_reason_suffix(const std::string& reason) {
+  if (reason.empty() || reason.back() != ']') return reason;
+  const auto prev_close = reason.size() < 2 ? std::string::npos : reason.rfind(']', reason.size() - 2);
+  const auto open = reason.find('[', prev_close == std::string::npos ? 0 : prev_close + 1);
+  if (open == std::string::npos || reason.find('@', open) == std::string::npos) return reason;
+  std::size_t end = open;
+  while (end > 0 && is_blank(reason[end - 1])) --end;
+  return reason.substr(0, end);
+}
+
+// Adds a count to a total, refusing a sum past INT_MAX.
+void add_count(int& total, int count, const std::string& line) {
+  if (total > std::numeric_limits<int>::max() - count) bad_output("sinfo node count (too large)", line);
+  total += count;
+}
+
 bool looks_like_key(const std::string& token) {
   auto eq = token.find('=');
   if (eq == std::string::npos || eq == 0) return false;
@@ -87,12 +125,15 @@ std::vector<std::string> expand_or_throw(const std::string& expr) {
 
 std::string parse_job_id(const std::string& sbatch_stdout) {
   // One line, optionally newline-terminated; nothing around it.
+  // (A loop, not std::regex, whose recursion overflowed the stack on 30,000 digits.)
   std::string s = sbatch_stdout;
   if (!s.empty() && s.back() == '\n') s.pop_back();
-  static const std::regex kJobId(R"(^(\d+)(;[A-Za-z0-9_.-]+)?$)");
-  std::smatch m;
-  if (!std::regex_match(s, m, kJobId)) bad_output("job id from sbatch --parsable", sbatch_stdout);
-  return m[1].str();
+  const auto semi = s.find(';');
+  const std::string id = s.substr(0, semi);
+  const bool cluster_ok = semi == std::string::npos || all_of_chars(s.substr(semi + 1), is_cluster_char);
+  if (!all_of_chars(id, is_digit) || id.size() > 20 || !cluster_ok)
+    bad_output("job id from sbatch --parsable", sbatch_stdout);
+  return id;
 }
 
 std::map<std::string, std::string> parse_key_values(const std::string& line) {
@@ -125,7 +166,7 @@ std::vector<JobStatus> parse_squeue(const std::string& text) {
     for (std::size_t i = 4; i < f.size(); ++i) f[3] += "|" + f[i];
     JobStatus j;
     j.id = trim(f[0]);
-    if (j.id.empty() || !std::all_of(j.id.begin(), j.id.end(), ::isdigit)) bad_output("squeue job id", line);
+    if (!all_of_chars(j.id, is_digit)) bad_output("squeue job id", line);
     j.state = trim(f[1]);
     j.phase = phase_of(j.state);
     j.nodes = none_to_empty(trim(f[2]));
@@ -175,7 +216,7 @@ std::vector<Switch> parse_topology(const std::string& text) {
     if (!kv.count("SwitchName")) bad_output("scontrol show topology line", line);
     Switch s;
     s.name = kv["SwitchName"];
-    if (kv.count("Level")) s.level = to_int(kv["Level"], "switch Level");
+    if (kv.count("Level")) s.level = to_count(kv["Level"], "switch Level");
     s.link_speed = kv["LinkSpeed"];
     s.nodes_expr = none_to_empty(kv["Nodes"]);
     s.switches_expr = none_to_empty(kv["Switches"]);
@@ -201,9 +242,9 @@ std::vector<PartitionInfo> parse_sinfo(const std::string& text) {
     std::string shown = trim(f[1]);
     if (!shown.empty() && shown.back() == '*') it->is_default = true;
     it->availability = trim(f[2]);
-    int count = to_int(trim(f[3]), "sinfo node count");
-    it->total_nodes += count;
-    it->nodes_by_state[trim(f[4])] += count;
+    const int count = to_count(trim(f[3]), "sinfo node count");
+    add_count(it->total_nodes, count, line);
+    add_count(it->nodes_by_state[trim(f[4])], count, line);
     for (auto& n : expand_or_throw(trim(f[5]))) it->nodes.push_back(std::move(n));
   }
   return parts;
@@ -221,7 +262,6 @@ bool NodeInfo::usable() const {
 
 std::vector<NodeInfo> parse_nodes(const std::string& text) {
   std::vector<NodeInfo> nodes;
-  static const std::regex kReasonSuffix(R"(\s*\[[^\]@]*@[^\]]*\]$)");
   for (const auto& line : lines_of(text)) {
     auto kv = parse_key_values(line);
     if (!kv.count("NodeName") || !kv.count("State")) bad_output("scontrol show node line", line);
@@ -234,10 +274,10 @@ std::vector<NodeInfo> parse_nodes(const std::string& text) {
     while (!n.base_state.empty() && !std::isalpha(static_cast<unsigned char>(n.base_state.back())))
       n.base_state.pop_back();
     n.flags.assign(words.begin() + 1, words.end());
-    n.reason = std::regex_replace(none_to_empty(kv["Reason"]), kReasonSuffix, "");
+    n.reason = without_reason_suffix(none_to_empty(kv["Reason"]));
     n.address = kv["NodeAddr"];
     n.hostname = kv["NodeHostName"];
-    if (kv.count("CPUTot")) n.cpus = to_int(kv["CPUTot"], "CPUTot");
+    if (kv.count("CPUTot")) n.cpus = to_count(kv["CPUTot"], "CPUTot");
     if (auto p = none_to_empty(kv["Partitions"]); !p.empty()) n.partitions = split(p, ',');
     n.fields = std::move(kv);
     nodes.push_back(std::move(n));

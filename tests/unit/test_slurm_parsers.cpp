@@ -204,3 +204,44 @@ TEST_CASE("scontrol show node: states, flags and reasons", "[slurm]") {
   for (auto& n : all) usable += n.usable() ? 1 : 0;
   CHECK(usable == 3);
 }
+
+// Inputs the fuzz target (tests/fuzz/fuzz_slurm.cpp) found or was written against.
+TEST_CASE("long SLURM output is refused or parsed, never a stack overflow", "[slurm][fuzz]") {
+  // std::regex recursed once per character and overflowed an 8 MiB stack at about 30,000.
+  CHECK_THROWS_AS(parse_job_id(std::string(100'000, '1') + "\n"), SlurmError);
+  CHECK(parse_job_id("1;" + std::string(100'000, 'c')) == "1");
+  CHECK_THROWS_AS(parse_job_id("1;" + std::string(100'000, 'c') + "!"), SlurmError);
+  CHECK(parse_job_id(std::string(20, '9')) == std::string(20, '9'));
+  CHECK_THROWS_AS(parse_job_id(std::string(21, '9')), SlurmError);
+
+  const std::string long_reason = "x " + std::string(100'000, 'y');
+  auto nodes = parse_nodes("NodeName=n1 State=IDLE+DRAIN Reason=" + long_reason + " [root@2026-11-30T04:21:47]");
+  REQUIRE(nodes.size() == 1);
+  CHECK(nodes[0].reason == long_reason);
+  nodes = parse_nodes("NodeName=n1 State=IDLE Reason=[" + std::string(100'000, 'x'));
+  REQUIRE(nodes.size() == 1);
+  CHECK(nodes[0].reason.size() == 100'001);
+}
+
+TEST_CASE("a node's reason loses exactly SLURM's [user@time] suffix", "[slurm][fuzz]") {
+  auto reason = [](const std::string& r) { return parse_nodes("NodeName=n1 State=IDLE Reason=" + r).at(0).reason; };
+  CHECK(reason("slow link [root@2026-11-30T04:21:47]") == "slow link");
+  CHECK(reason("a[b@c]") == "a");
+  CHECK(reason("a [b] [c@d]") == "a [b]");
+  CHECK(reason("a [b]") == "a [b]");        // no '@': not SLURM's suffix
+  CHECK(reason("a [b@c] d") == "a [b@c] d");  // not at the end
+  CHECK(reason("a [x[y@z]") == "a");          // from the first '[' after the last ']'
+  CHECK(reason("[@]") == "");
+}
+
+TEST_CASE("sinfo node counts are non-negative and their sums cannot overflow", "[slurm][fuzz]") {
+  CHECK_THROWS_AS(parse_sinfo("debug|debug*|up|-1|idle|\n"), SlurmError);
+  // Two lines whose counts add past INT_MAX were signed overflow (UB) in the total.
+  CHECK_THROWS_AS(parse_sinfo("debug|debug*|up|2147483647|idle|\ndebug|debug*|up|1|mixed|\n"), SlurmError);
+  CHECK_THROWS_AS(parse_sinfo("debug|debug*|up|2147483648|idle|\n"), SlurmError);
+  const auto parts = parse_sinfo("debug|debug*|up|2147483646|idle|\ndebug|debug*|up|1|mixed|\n");
+  REQUIRE(parts.size() == 1);
+  CHECK(parts[0].total_nodes == 2147483647);
+  CHECK_THROWS_AS(parse_nodes("NodeName=n1 State=IDLE CPUTot=-2"), SlurmError);
+  CHECK_THROWS_AS(parse_topology("SwitchName=s1 Level=-1"), SlurmError);
+}
