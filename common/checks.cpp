@@ -204,10 +204,13 @@ json check_value(const std::string& where, const ParamSpec& ps, const json& v) {
       num = v.get<double>();
       if (!std::isfinite(num)) throw bad("must be finite");
       break;
-    case P::Bytes:
-      num = static_cast<double>(parse_size(v));
-      out = static_cast<std::int64_t>(num);
+    case P::Bytes: {
+      // The integer itself, not a double cast back: near INT64_MAX that cast overflowed (UB).
+      const std::int64_t bytes = parse_size(v);
+      num = static_cast<double>(bytes);
+      out = bytes;
       break;
+    }
   }
   if (ps.min && num < *ps.min) throw bad("must be at least " + json(*ps.min).dump());
   if (ps.max && num > *ps.max) throw bad("must be at most " + json(*ps.max).dump());
@@ -229,6 +232,8 @@ const CheckSpec* find_check(std::string_view key) {
 
 std::int64_t parse_size(const json& v) {
   if (v.is_number_integer()) {
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
+      throw std::invalid_argument("size too large");
     if (v.get<long long>() < 0) throw std::invalid_argument("must not be negative");
     return v.get<std::int64_t>();
   }

@@ -109,6 +109,12 @@ TEST_CASE("parameters are validated against the declaration", "[catalog]") {
   CHECK_THROWS_WITH(validate_params(nccl, {{"max_bytes", "64Q"}}), Catch::Contains("suffix"));
   CHECK_THROWS_WITH(validate_params(nccl, {{"iters", 2.5}}), Catch::Contains("integer"));
   CHECK_THROWS_WITH(validate_params(nccl, {{"iters", 0}}), Catch::Contains("at least"));
+  // Sizes near and past INT64_MAX (found by tests/fuzz/fuzz_params.cpp: the size went through a
+  // double and back, which overflows there).
+  CHECK_THROWS_WITH(validate_params(nccl, {{"max_bytes", INT64_MAX}}), Catch::Contains("at most"));
+  CHECK_THROWS_WITH(validate_params(nccl, {{"max_bytes", UINT64_MAX}}), Catch::Contains("too large"));
+  CHECK_THROWS_WITH(validate_params(nccl, {{"max_bytes", "8388608T"}}), Catch::Contains("too large"));
+  CHECK(validate_params(nccl, {{"max_bytes", (64ll << 30) - 1}})["max_bytes"] == (64ll << 30) - 1);
   // Every declared default passes its own validation.
   for (const auto& c : check_catalog()) CHECK_NOTHROW(validate_params(c, json::object()));
   // Group checks that localization can run declare a figure.
