@@ -22,10 +22,11 @@ build: configure
 demo: build
 	$(BUILD)/bin/kiln run --launcher local --ranks $(RANKS) --out $(DEMO_OUT)
 
-# The whole suite: unit, integration (real mpirun) and system tests on the SLURM testbed
-# (brought up here when running as root, and taken down afterwards).
+# The whole suite: unit, integration (real mpirun), short fuzz runs (built in $(BUILD)-fuzz with
+# clang) and system tests on the SLURM testbed (brought up here when running as root, and taken
+# down afterwards).
 test: build
-	@bash scripts/run-tests.sh $(BUILD) $(CTEST_ARGS)
+	@JOBS=$(JOBS) bash scripts/run-tests.sh $(BUILD) $(CTEST_ARGS)
 
 unit: build
 	@cd $(BUILD) && ctest -L unit --output-on-failure

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages kiln needs to build and test, when they are missing.
 # Runs as root, or through sudo. CUDA/NCCL are optional: when /usr/local/cuda* is absent the
-# worker builds its CPU paths and the GPU tests report SKIP.
+# worker builds its CPU paths and the GPU tests report SKIP. clang and libclang-rt-14-dev (its
+# libFuzzer and sanitizer runtimes) build the fuzz targets (tests/fuzz, docs/fuzzing.md).
 set -euo pipefail
 
 PACKAGES=(
@@ -11,6 +12,7 @@ PACKAGES=(
   libibverbs-dev libssl-dev libsqlite3-dev sqlite3 libtomlplusplus-dev fio
   slurm-wlm slurmd slurmctld slurm-client munge
   iproute2 procps psmisc util-linux bc mawk
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -1,0 +1,87 @@
+// Helpers shared by the libFuzzer targets in tests/fuzz (docs/fuzzing.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <typeinfo>
+
+#include <nlohmann/json.hpp>
+
+namespace kiln::fuzz {
+
+// nlohmann::json parses iteratively, but copying, comparing and dumping a value recurse once per
+// level, so a deeply nested message can overflow the stack. The protocol is getting a depth limit
+// of its own; until then the JSON targets skip inputs nested deeper than this, checked with a SAX
+// pass that builds nothing. kiln's messages nest five levels at most.
+inline constexpr int kMaxDepth = 100;
+
+// A SAX handler that accepts everything and fails once the nesting passes kMaxDepth.
+class DepthCheck : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return enter(); }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return --depth_ >= 0; }
+  bool too_deep() const { return too_deep_; }
+  bool start_array(std::size_t) override { return enter(); }
+  bool end_array() override { return --depth_ >= 0; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  bool enter() {
+    too_deep_ = ++depth_ > kMaxDepth;
+    return !too_deep_;
+  }
+  int depth_ = 0;
+  bool too_deep_ = false;
+};
+
+// True when `text` is not nested deeper than kMaxDepth. The SAX pass reads exactly as far as the
+// parser would: invalid JSON stops both at the same byte.
+inline bool shallow(std::string_view text) {
+  DepthCheck check;
+  nlohmann::json::sax_parse(text.begin(), text.end(), &check);
+  return !check.too_deep();
+}
+
+// JSON text as a value, or nullopt when it is not JSON or is nested too deeply.
+inline std::optional<nlohmann::json> parse_json(std::string_view text) {
+  if (!shallow(text)) return std::nullopt;
+  auto j = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
+// A failed expectation: say what, then abort so that libFuzzer records the input as a crash.
+[[noreturn]] inline void fail(const char* where, const std::string& what) {
+  std::fprintf(stderr, "\n*** kiln fuzz: %s: %s\n", where, what.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+// An exception of a type the caller does not catch.
+[[noreturn]] inline void uncaught(const char* where, const std::exception& e) {
+  fail(where, std::string("uncaught ") + typeid(e).name() + ": " + e.what());
+}
+
+inline void expect(bool ok, const char* where, const std::string& what) {
+  if (!ok) fail(where, what);
+}
+
+inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
+  return {reinterpret_cast<const char*>(data), size};
+}
+
+}  // namespace kiln::fuzz
