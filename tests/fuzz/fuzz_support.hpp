@@ -1,11 +1,13 @@
 // Helpers shared by the libFuzzer targets in tests/fuzz (docs/fuzzing.md).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,14 +18,19 @@
 namespace kiln::fuzz {
 
 // nlohmann::json parses iteratively, but copying, comparing and dumping a value recurse once per
-// level, so a deeply nested message can overflow the stack. The protocol is getting a depth limit
-// of its own; until then the JSON targets skip inputs nested deeper than this, checked with a SAX
-// pass that builds nothing. kiln's messages nest five levels at most.
-inline constexpr int kMaxDepth = 100;
+// level, so a deeply nested value can overflow the stack. Frames are refused past
+// proto::kMaxJsonDepth (64) before they are parsed (common/channel.hpp), and fuzz_frame feeds that
+// check deep input as it comes; the targets that parse JSON themselves (messages, records, params)
+// skip inputs nested deeper than the same 64 levels, measured by a SAX pass that builds nothing.
+inline constexpr int kMaxDepth = 64;
 
-// A SAX handler that accepts everything and fails once the nesting passes kMaxDepth.
+// A SAX handler that builds nothing, notes the deepest nesting and fails once it passes `limit`.
 class DepthCheck : public nlohmann::json_sax<nlohmann::json> {
  public:
+  explicit DepthCheck(int limit = kMaxDepth) : limit_(limit) {}
+  bool too_deep() const { return too_deep_; }
+  int deepest() const { return deepest_; }
+
   bool null() override { return true; }
   bool boolean(bool) override { return true; }
   bool number_integer(number_integer_t) override { return true; }
@@ -34,17 +41,18 @@ class DepthCheck : public nlohmann::json_sax<nlohmann::json> {
   bool start_object(std::size_t) override { return enter(); }
   bool key(string_t&) override { return true; }
   bool end_object() override { return --depth_ >= 0; }
-  bool too_deep() const { return too_deep_; }
   bool start_array(std::size_t) override { return enter(); }
   bool end_array() override { return --depth_ >= 0; }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
 
  private:
   bool enter() {
-    too_deep_ = ++depth_ > kMaxDepth;
+    deepest_ = std::max(deepest_, ++depth_);
+    too_deep_ = depth_ > limit_;
     return !too_deep_;
   }
-  int depth_ = 0;
+  int limit_;
+  int depth_ = 0, deepest_ = 0;
   bool too_deep_ = false;
 };
 
@@ -54,6 +62,13 @@ inline bool shallow(std::string_view text) {
   DepthCheck check;
   nlohmann::json::sax_parse(text.begin(), text.end(), &check);
   return !check.too_deep();
+}
+
+// The nesting depth of valid JSON text (0 for a scalar).
+inline int depth(std::string_view text) {
+  DepthCheck check(std::numeric_limits<int>::max());
+  nlohmann::json::sax_parse(text.begin(), text.end(), &check);
+  return check.deepest();
 }
 
 // JSON text as a value, or nullopt when it is not JSON or is nested too deeply.

@@ -89,11 +89,12 @@ def protocol_messages():
     info = {"host": "gpu007", "world_rank": 3, "world_size": 8, "local_rank": 0, "local_size": 1, "gpu_count": 8,
             "gpu_models": ["NVIDIA H200"], "gpu_skip_reason": "", "cuda_driver": "13.0", "cuda_runtime": "13.0",
             "nccl_version": "2.28.9", "mpi_version": "Open MPI v4.1.4", "ib_devices": 0}
+    nonce = "0123456789abcdef" * 4  # 32 bytes of hex, as auth::random_hex(32) makes them
     msgs = [
-        {"type": "challenge", "version": 1, "nonce": "abc"},
-        {"type": "hello", "version": 1, "rank": 3, "world_size": 8, "host": "gpu007", "client_nonce": "n", "mac": "m",
+        {"type": "challenge", "version": 2, "nonce": nonce},
+        {"type": "hello", "version": 2, "rank": 3, "world_size": 8, "host": "gpu007", "client_nonce": nonce,
          "info": info},
-        {"type": "welcome", "run_id": "run1", "mac": "mac", "heartbeat_s": 2.5},
+        {"type": "welcome", "run_id": "run1", "heartbeat_s": 2.5},
         {"type": "round", "id": 42, "tests": [{"key": "mpi.all_reduce", "params": {"max_bytes": 1024}},
                                              {"key": "host.inventory", "params": {}}],
          "groups": [[0, 1], [2, 3], [4]], "deadline_s": 30},
