@@ -10,6 +10,7 @@
   frame     the same messages as frames, alone and in streams, behind the control byte
   hostlist  the hostlists of tests/unit/test_hostlist.cpp and of the captured SLURM output
   params    each declared parameter at its default (from common/checks.cpp) and --params forms
+and, for each target, the inputs that once failed (REGRESSIONS).
 
 Rerun after the data changes: python3 tests/fuzz/make-corpus.py. Names are content hashes, as
 libFuzzer names its own, so rerunning writes the same files.
@@ -173,6 +174,20 @@ def params_corpus():
     return seeds
 
 
+# Inputs that once failed (docs/fuzzing.md, "What the fuzzing found"), kept so that they stay fixed.
+REGRESSIONS = {
+    "slurm": ["sdedebg|de[ug*|up|-4|idle|node[2-4]\n",
+              "a|b|up|2147483647|idle|\na|b|up|1|idle|",
+              "1" * 64 + "\n",
+              "NodeName=a State=IDLE Reason=a [x[y@z]"],
+    "messages": ['{"type":"round","id":492233720368547758072,"tests":[]}', '{"type":"ack","seq":1e300}',
+                 '{"type":"done","round_id":1,"rank":4294967297}'],
+    "records": ['{"record":"end","test":"t","host":"h","status":"pass","rank":0,"round_id":' + "4" * 96 + "}"],
+    "params": ['{"max_bytes":9223372036854775807}', '{"max_bytes":18446744073709551615}', '"8388608T"'],
+    "hostlist": ["n1\nn01", "n0\nn00\nn000\nn1", "a[0-999999999999999999][0-999999999999999999]"],
+}
+
+
 def write_dict(target, tokens):
     path = os.path.join(ROOT, "tests", "fuzz", target + ".dict")
     with open(path, "w") as f:
@@ -204,14 +219,15 @@ def json_tokens():
 
 def main():
     keys, params = catalog()
-    n = {
-        "slurm": write("slurm", slurm_outputs()),
-        "records": write("records", recorded_lines() + findings()),
-        "messages": write("messages", messages_corpus()),
-        "frame": write("frame", frame_corpus()),
-        "hostlist": write("hostlist", hostlist_corpus()),
-        "params": write("params", params_corpus()),
+    seeds = {
+        "slurm": slurm_outputs(),
+        "records": recorded_lines() + findings(),
+        "messages": messages_corpus(),
+        "frame": frame_corpus(),
+        "hostlist": hostlist_corpus(),
+        "params": params_corpus(),
     }
+    n = {t: write(t, items + REGRESSIONS.get(t, [])) for t, items in seeds.items()}
     jt = json_tokens()
     for t in ("messages", "frame", "records"):
         write_dict(t, jt)
