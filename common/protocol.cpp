@@ -93,7 +93,7 @@ MsgType type_of(const nlohmann::json& msg) {
 
 void to_json(nlohmann::json& j, const Challenge& m) { j = {{"version", m.version}, {"nonce", m.nonce}}; }
 void from_json(const nlohmann::json& j, Challenge& m) {
-  j.at("version").get_to(m.version);
+  m.version = int_at<int>(j, "version");
   j.at("nonce").get_to(m.nonce);
 }
 
@@ -102,9 +102,9 @@ void to_json(nlohmann::json& j, const Hello& m) {
        {"client_nonce", m.client_nonce}, {"info", m.info}};
 }
 void from_json(const nlohmann::json& j, Hello& m) {
-  j.at("version").get_to(m.version);
-  j.at("rank").get_to(m.rank);
-  j.at("world_size").get_to(m.world_size);
+  m.version = int_at<int>(j, "version");
+  m.rank = int_at<int>(j, "rank");
+  m.world_size = int_at<int>(j, "world_size");
   j.at("host").get_to(m.host);
   j.at("client_nonce").get_to(m.client_nonce);
   if (m.host.empty() || m.host.size() > 255) throw ProtocolError("hello host must be 1-255 characters");
@@ -136,9 +136,17 @@ void to_json(nlohmann::json& j, const Round& m) {
   j = {{"id", m.id}, {"tests", m.tests}, {"groups", m.groups}, {"deadline_s", m.deadline_s}};
 }
 void from_json(const nlohmann::json& j, Round& m) {
-  j.at("id").get_to(m.id);
+  m.id = int_at<std::int64_t>(j, "id");
   j.at("tests").get_to(m.tests);
-  m.groups = j.value("groups", std::vector<std::vector<int>>{});
+  m.groups.clear();
+  if (auto g = j.find("groups"); g != j.end()) {
+    if (!g->is_array()) throw ProtocolError("round groups must be an array");
+    for (const auto& group : *g) {
+      if (!group.is_array()) throw ProtocolError("a round group must be an array");
+      auto& out = m.groups.emplace_back();
+      for (const auto& r : group) out.push_back(int_value<int>(r, "a group member"));
+    }
+  }
   m.deadline_s = j.value("deadline_s", 120.0);
   if (!std::isfinite(m.deadline_s) || m.deadline_s <= 0 || m.deadline_s > 7 * 86400.0)
     throw ProtocolError("round deadline_s must be between 0 and 604800 seconds");
@@ -146,26 +154,26 @@ void from_json(const nlohmann::json& j, Round& m) {
 
 void to_json(nlohmann::json& j, const ResultMsg& m) { j = {{"seq", m.seq}, {"result", m.result}}; }
 void from_json(const nlohmann::json& j, ResultMsg& m) {
-  j.at("seq").get_to(m.seq);
+  m.seq = int_at<std::uint64_t>(j, "seq");
   j.at("result").get_to(m.result);
 }
 
 void to_json(nlohmann::json& j, const EndMsg& m) { j = {{"seq", m.seq}, {"end", m.end}}; }
 void from_json(const nlohmann::json& j, EndMsg& m) {
-  j.at("seq").get_to(m.seq);
+  m.seq = int_at<std::uint64_t>(j, "seq");
   j.at("end").get_to(m.end);
 }
 
 void to_json(nlohmann::json& j, const Ack& m) { j = {{"seq", m.seq}}; }
-void from_json(const nlohmann::json& j, Ack& m) { j.at("seq").get_to(m.seq); }
+void from_json(const nlohmann::json& j, Ack& m) { m.seq = int_at<std::uint64_t>(j, "seq"); }
 
 void to_json(nlohmann::json& j, const Done& m) {
   j = {{"round_id", m.round_id}, {"rank", m.rank}, {"last_seq", m.last_seq}};
 }
 void from_json(const nlohmann::json& j, Done& m) {
-  j.at("round_id").get_to(m.round_id);
-  j.at("rank").get_to(m.rank);
-  m.last_seq = j.value("last_seq", std::uint64_t{0});
+  m.round_id = int_at<std::int64_t>(j, "round_id");
+  m.rank = int_at<int>(j, "rank");
+  m.last_seq = int_or<std::uint64_t>(j, "last_seq", 0);
 }
 
 void to_json(nlohmann::json& j, const Heartbeat& m) { j = {{"ts", m.ts}}; }

@@ -75,17 +75,17 @@ void to_json(nlohmann::json& j, const Result& r) {
 void from_json(const nlohmann::json& j, Result& r) {
   j.at("test").get_to(r.test);
   j.at("host").get_to(r.host);
-  j.at("rank").get_to(r.rank);
+  r.rank = int_at<int>(j, "rank");
   if (j.contains("entity")) j.at("entity").get_to(r.entity);
   j.at("metric").get_to(r.metric);
   j.at("value").get_to(r.value);
   j.at("unit").get_to(r.unit);
   j.at("status").get_to(r.status);
   r.reason = j.value("reason", std::string{});
-  r.round_id = j.value("round_id", std::int64_t{-1});
-  r.group_id = j.value("group_id", -1);
+  r.round_id = int_or<std::int64_t>(j, "round_id", -1);
+  r.group_id = int_or<int>(j, "group_id", -1);
   if (j.contains("size_bytes") && !j.at("size_bytes").is_null())
-    r.size_bytes = j.at("size_bytes").get<std::int64_t>();
+    r.size_bytes = int_at<std::int64_t>(j, "size_bytes");
   else
     r.size_bytes.reset();
   r.problems = j.value("problems", std::vector<Problem>{});
@@ -115,12 +115,12 @@ void to_json(nlohmann::json& j, const CheckEnd& e) {
 void from_json(const nlohmann::json& j, CheckEnd& e) {
   j.at("test").get_to(e.test);
   j.at("host").get_to(e.host);
-  j.at("rank").get_to(e.rank);
+  e.rank = int_at<int>(j, "rank");
   j.at("status").get_to(e.status);
   e.reason = j.value("reason", std::string{});
   e.seconds = j.value("seconds", 0.0);
-  e.round_id = j.value("round_id", std::int64_t{-1});
-  e.group_id = j.value("group_id", -1);
+  e.round_id = int_or<std::int64_t>(j, "round_id", -1);
+  e.group_id = int_or<int>(j, "group_id", -1);
   e.ts = j.value("ts", 0.0);
 }
 
@@ -152,18 +152,18 @@ void to_json(nlohmann::json& j, const NodeInfo& n) {
 }
 void from_json(const nlohmann::json& j, NodeInfo& n) {
   n.host = j.value("host", std::string{});
-  n.world_rank = j.value("world_rank", 0);
-  n.world_size = j.value("world_size", 1);
-  n.local_rank = j.value("local_rank", 0);
-  n.local_size = j.value("local_size", 1);
-  n.gpu_count = j.value("gpu_count", 0);
+  n.world_rank = int_or<int>(j, "world_rank", 0);
+  n.world_size = int_or<int>(j, "world_size", 1);
+  n.local_rank = int_or<int>(j, "local_rank", 0);
+  n.local_size = int_or<int>(j, "local_size", 1);
+  n.gpu_count = int_or<int>(j, "gpu_count", 0);
   n.gpu_models = j.value("gpu_models", std::vector<std::string>{});
   n.gpu_skip_reason = j.value("gpu_skip_reason", std::string{});
   n.cuda_driver = j.value("cuda_driver", std::string{});
   n.cuda_runtime = j.value("cuda_runtime", std::string{});
   n.nccl_version = j.value("nccl_version", std::string{});
   n.mpi_version = j.value("mpi_version", std::string{});
-  n.ib_device_count = j.value("ib_devices", 0);
+  n.ib_device_count = int_or<int>(j, "ib_devices", 0);
 }
 
 std::string to_string(Severity s) {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <stdexcept>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -13,6 +15,35 @@
 namespace kiln {
 
 inline constexpr int kSchemaVersion = 1;
+
+// An integer field from outside: a JSON integer that fits T, or std::invalid_argument naming the
+// field. nlohmann's get<int>() would truncate 2.5, wrap 4294967297 to 1, and turn 1e300 into
+// undefined behaviour.
+template <class T>
+T int_value(const nlohmann::json& v, const char* name) {
+  bool fits = false;
+  T out{};
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    fits = std::in_range<T>(u);
+    out = static_cast<T>(u);
+  } else if (v.is_number_integer()) {
+    const auto i = v.get<std::int64_t>();
+    fits = std::in_range<T>(i);
+    out = static_cast<T>(i);
+  }
+  if (!fits) throw std::invalid_argument(std::string(name) + " must be an integer in range");
+  return out;
+}
+template <class T>
+T int_at(const nlohmann::json& j, const char* key) {
+  return int_value<T>(j.at(key), key);
+}
+template <class T>
+T int_or(const nlohmann::json& j, const char* key, T fallback) {
+  const auto it = j.find(key);
+  return it == j.end() || it->is_null() ? fallback : int_value<T>(*it, key);
+}
 
 // Per-entity status, as DCGM reports it. A test that could not run is SKIP with a reason, never PASS.
 enum class Status { Pass, Fail, Skip, Error, Timeout };

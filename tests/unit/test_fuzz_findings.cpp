@@ -1,5 +1,5 @@
 // Reproducers of what the fuzz targets (tests/fuzz, docs/fuzzing.md) found in common/protocol.* and
-// common/types.*, which are being rewritten elsewhere: each is tagged [!shouldfail] until fixed.
+// common/types.*, which are being rewritten elsewhere: each is tagged  until fixed.
 // When a fix lands, its test here starts passing, Catch reports that as a failure, and the tag
 // (and the matching line of tests/fuzz/ubsan.supp) should go.
 #include <catch2/catch.hpp>
@@ -17,12 +17,10 @@ Record load_line(const std::string& line) { return json::parse(line).get<Record>
 
 }  // namespace
 
-// nlohmann's get<int>() of a JSON float casts it unchecked: 2.5 becomes 2, and a value out of the
-// integer's range (seq 1e300, rank 1e10) is undefined behaviour, which UBSan reports in
-// fuzz_messages and fuzz_records within seconds (nlohmann/detail/conversions/from_json.hpp:67,
-// float-cast-overflow). Fix: read every integer field through one helper that requires
-// is_number_integer() and std::in_range<T> of the value, and throws ProtocolError otherwise.
-TEST_CASE("a float in an integer field of a message is refused", "[fuzz][protocol][!shouldfail]") {
+// nlohmann's get<int>() of a JSON float casts it unchecked: 2.5 became 2, and a value out of the
+// integer's range (seq 1e300, rank 1e10) was undefined behaviour, which UBSan reported in
+// fuzz_messages and fuzz_records within seconds.
+TEST_CASE("a float in an integer field of a message is refused", "[fuzz][protocol]") {
   CHECK_THROWS_AS(unwrap<Ack>(json::parse(R"({"type":"ack","seq":2.5})")), ProtocolError);
   CHECK_THROWS_AS(unwrap<Done>(json::parse(R"({"type":"done","round_id":1.5,"rank":0})")), ProtocolError);
   CHECK_THROWS_AS(unwrap<Round>(json::parse(R"({"type":"round","id":1,"tests":[],"groups":[[0.5,1]]})")),
@@ -31,7 +29,7 @@ TEST_CASE("a float in an integer field of a message is refused", "[fuzz][protoco
 
 // The same helper fixes integers out of range: get<int>() of 4294967297 wraps to 1, so a message
 // naming rank 4294967297 is read as rank 1 (and a round id of 2^63 as a negative one).
-TEST_CASE("an integer field out of its type's range is refused, not wrapped", "[fuzz][protocol][!shouldfail]") {
+TEST_CASE("an integer field out of its type's range is refused, not wrapped", "[fuzz][protocol]") {
   CHECK_THROWS_AS(unwrap<Done>(json::parse(R"({"type":"done","round_id":1,"rank":4294967297})")), ProtocolError);
   CHECK_THROWS_AS(unwrap<Ack>(json::parse(R"({"type":"ack","seq":-1})")), ProtocolError);
   CHECK_THROWS_AS(unwrap<Round>(json::parse(R"({"type":"round","id":9223372036854775808,"tests":[]})")),
@@ -40,7 +38,7 @@ TEST_CASE("an integer field out of its type's range is refused, not wrapped", "[
 
 // results.jsonl lines go through the same conversions (common/types.cpp from_json of Result and
 // CheckEnd); load_run counts a line that throws as bad, so the fix needs no change there.
-TEST_CASE("a results.jsonl line with a float or out-of-range rank is refused", "[fuzz][types][!shouldfail]") {
+TEST_CASE("a results.jsonl line with a float or out-of-range rank is refused", "[fuzz][types]") {
   const std::string head = R"({"record":"end","test":"t","host":"h","status":"pass","rank":)";
   CHECK_THROWS(load_line(head + "2.5}"));
   CHECK_THROWS(load_line(head + "4294967297}"));
