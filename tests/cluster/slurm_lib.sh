@@ -22,6 +22,12 @@ need_testbed() {
     [ -z "$(squeue --noheader --states=RUNNING,PENDING,COMPLETING 2>/dev/null)" ] && break
     sleep 1
   done
+  # A node an earlier test took down and resumed may still be re-registering (idle*, down): a job
+  # started now pends or starts on a node still finding its feet, which skews the figures.
+  for i in $(seq 1 60); do
+    [ -z "$(sinfo --noheader --partition=debug --format=%t 2>/dev/null | grep -v '^idle$')" ] && break
+    sleep 1
+  done
 }
 
 # Fails the test if a kiln-worker runs anywhere: in the root namespace or any testbed node's namespace.
