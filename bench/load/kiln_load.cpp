@@ -111,6 +111,7 @@ class Load {
   void pump(Conn& c);
   void flush(Conn& c);
   void watch(Conn& c, bool want_write);
+  void close_conn(Conn& c);
   std::string result_text(Conn& c, std::int64_t round, const std::string& test, int i);
   void report(bool final) const;
 
@@ -150,6 +151,15 @@ void Load::watch(Conn& c, bool want_write) {
   ev.events = EPOLLIN | (want_write ? EPOLLOUT : 0);
   ev.data.ptr = &c;
   ::epoll_ctl(ep_fd_, EPOLL_CTL_MOD, c.fd, &ev);
+}
+
+// A connection that is over, by our bye or the coordinator's close.
+void Load::close_conn(Conn& c) {
+  c.state = Conn::State::Closed;
+  ::epoll_ctl(ep_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  ::close(c.fd);
+  c.fd = -1;
+  --open_;
 }
 
 void Load::flush(Conn& c) {
@@ -232,11 +242,7 @@ void Load::on_message(Conn& c, const json& m) {
     case proto::MsgType::Bye:
       c.out += c.chan.seal(proto::wrap(proto::Bye{"done"}));
       flush(c);
-      c.state = Conn::State::Closed;
-      ::epoll_ctl(ep_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
-      ::close(c.fd);
-      c.fd = -1;
-      --open_;
+      close_conn(c);
       return;
     default:
       return;
@@ -263,11 +269,7 @@ void Load::on_readable(Conn& c) {
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
       if (c.state != Conn::State::Closed && !o_.quiet)
         std::fprintf(stderr, "kiln-load: rank %d: connection closed by the coordinator\n", c.rank);
-      c.state = Conn::State::Closed;
-      ::epoll_ctl(ep_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
-      ::close(c.fd);
-      c.fd = -1;
-      --open_;
+      close_conn(c);
       return;
     }
     if (n < 0) break;
