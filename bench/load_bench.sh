@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # The coordinator under load: N fake ranks (bench/load/kiln-load, the real protocol with MACs) against
 # one `kiln run --launcher none`, on this machine. Prints one table row per N: results acknowledged
-# per second (durable: one fdatasync per batch, acks after it), ack latency, the coordinator's peak
+# per second (durable: one fdatasync per pass, acks after it), ack latency, the coordinator's peak
 # RSS and CPU seconds, and the idle cost of N heartbeating ranks.
 #
-#   bench/load_bench.sh [N ...]          default: 100 1000 4000 10000
-#   RESULTS=200 BATCH=64 bench/load_bench.sh 1000
+#   bench/load_bench.sh [N ...]          default: 1000 10000 100000
+#   PER_CONN=1 bench/load_bench.sh 1000  one connection per rank instead of one per node of 8
+#   TOTAL=2000000 RATE=200000 BATCH=256 WINDOW=4 bench/load_bench.sh 1000
 #
 # Runs as root to raise the open-file limit (each rank is a descriptor on both sides).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${KILN_BIN:-$ROOT/build/bin}
-RESULTS=${RESULTS:-200}   # results per check per rank
-BATCH=${BATCH:-64}        # unacknowledged results per rank
+TOTAL=${TOTAL:-2000000}   # results in the saturated run (two checks)
+PER_CONN=${PER_CONN:-8}   # ranks per connection (a node agent's; 1 = one connection per rank)
+BATCH=${BATCH:-256}       # records per frame at most
+WINDOW=${WINDOW:-4}       # unacknowledged frames per connection
 IDLE_S=${IDLE_S:-10}
-RATE=${RATE:-2000}        # the offered load for the latency column
-[ $# -gt 0 ] && SIZES=("$@") || SIZES=(100 1000 4000 10000)
+RATE=${RATE:-200000}      # the offered load for the latency column, results/s
+RATE_S=${RATE_S:-8}       # how long the offered load lasts
+[ $# -gt 0 ] && SIZES=("$@") || SIZES=(1000 10000 100000)
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true  # each side holds one descriptor per rank
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -32,7 +36,7 @@ sample() {
   done
 }
 
-printf '| ranks | results | results/s (saturated) | ack p50 / p99 ms saturated | ack p50 / p99 ms at %s results/s | coordinator RSS peak MiB | coordinator CPU s | idle CPU %% (N ranks heartbeating) |\n|---|---|---|---|---|---|---|---|\n' "$RATE"
+printf '| ranks | connections | results | results/s (saturated) | ack p50 / p99 ms saturated | results/s acked, %s offered | ack p50 / p99 ms at that load | coordinator RSS peak MiB | coordinator CPU s | idle CPU %% (N ranks heartbeating) |\n|---|---|---|---|---|---|---|---|---|---|\n' "$RATE"
 for N in "${SIZES[@]}"; do
   out="$TMP/run-$N"
   # Two checks: a load round, then an idle round while every rank only heartbeats (kiln-load
@@ -43,7 +47,8 @@ for N in "${SIZES[@]}"; do
   kpid=$!
   sample $kpid "$TMP/stat-$N" &
   for _ in $(seq 100); do [ -s "$out/campaign.json" ] && break; sleep 0.1; done
-  "$BIN/kiln-load" --campaign "$out" --ranks "$N" --results "$RESULTS" --batch "$BATCH" --quiet > "$TMP/load-$N.txt" 2>&1 &
+  LOAD=("$BIN/kiln-load" --ranks-per-conn "$PER_CONN" --batch "$BATCH" --window "$WINDOW" --quiet)
+  "${LOAD[@]}" --campaign "$out" --ranks "$N" --results $((TOTAL / 2 / N)) > "$TMP/load-$N.txt" 2>&1 &
   lpid=$!
   wait $lpid
   wait $kpid
@@ -59,7 +64,8 @@ for N in "${SIZES[@]}"; do
     --connect-timeout 300 --deadline 600 --quiet > /dev/null 2>&1 &
   rpid=$!
   for _ in $(seq 100); do [ -s "$out-rate/campaign.json" ] && break; sleep 0.1; done
-  rline=$("$BIN/kiln-load" --campaign "$out-rate" --ranks "$N" --results $((RATE * 10 / N + 1)) --rate "$RATE" --quiet 2>&1 | grep final)
+  rline=$("${LOAD[@]}" --campaign "$out-rate" --ranks "$N" --results $((RATE * RATE_S / N + 1)) --rate "$RATE" 2>&1 | grep final)
+  rrate=$(sed -E 's/.*: ([0-9]+) acked\/s.*/\1/' <<<"$rline")
   wait $rpid
   rp50=$(sed -E 's/.*p50 ([0-9.]+) ms.*/\1/' <<<"$rline")
   rp99=$(sed -E 's/.*p99 ([0-9.]+) ms.*/\1/' <<<"$rline")
@@ -68,7 +74,7 @@ for N in "${SIZES[@]}"; do
     --connect-timeout $((IDLE_S + 30)) --quiet > /dev/null 2>&1 &
   ipid=$!
   for _ in $(seq 100); do [ -s "$out-idle/campaign.json" ] && break; sleep 0.1; done
-  "$BIN/kiln-load" --campaign "$out-idle" --ranks "$N" --duration $((IDLE_S + 5)) --quiet > /dev/null 2>&1 &
+  "${LOAD[@]}" --campaign "$out-idle" --ranks "$N" --duration $((IDLE_S + 5)) > /dev/null 2>&1 &
   ilpid=$!
   sleep 3
   c0=$(awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$ipid/stat")
@@ -76,5 +82,6 @@ for N in "${SIZES[@]}"; do
   c1=$(awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$ipid/stat")
   kill "$ipid" 2>/dev/null; wait "$ipid" "$ilpid" 2>/dev/null
   idle=$(awk -v a="$c0" -v b="$c1" -v s="$IDLE_S" 'BEGIN {printf "%.1f", 100 * (b - a) / s}')
-  printf '| %s | %s | %s | %s / %s | %s / %s | %s | %s | %s |\n' "$N" "$sent" "$rate" "$p50" "$p99" "$rp50" "$rp99" "$rss" "$cpu" "$idle"
+  conns=$(( (N + PER_CONN - 1) / PER_CONN ))
+  printf '| %s | %s | %s | %s | %s / %s | %s | %s / %s | %s | %s | %s |\n' "$N" "$conns" "$sent" "$rate" "$p50" "$p99" "$rrate" "$rp50" "$rp99" "$rss" "$cpu" "$idle"
 done

@@ -113,10 +113,12 @@ std::string Channel::seal_text(const std::string& payload, std::uint32_t max_fra
   return out;
 }
 
-nlohmann::json Channel::open(std::string_view body) {
+std::string_view Channel::open_payload(std::string_view body) {
   const auto payload = verified(body, key_, recv_label_ + "|" + std::to_string(recv_seq_), "frame");
   ++recv_seq_;
-  return parse_body(payload);
+  return payload;
 }
+
+nlohmann::json Channel::open(std::string_view body) { return parse_body(open_payload(body)); }
 
 }  // namespace kiln::proto

@@ -1,5 +1,6 @@
 #include "common/protocol.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
@@ -66,8 +67,7 @@ std::string to_string(MsgType t) {
     case MsgType::Hello: return "hello";
     case MsgType::Welcome: return "welcome";
     case MsgType::Round: return "round";
-    case MsgType::Result: return "result";
-    case MsgType::End: return "end";
+    case MsgType::Records: return "records";
     case MsgType::Ack: return "ack";
     case MsgType::Done: return "done";
     case MsgType::Heartbeat: return "heartbeat";
@@ -78,8 +78,8 @@ std::string to_string(MsgType t) {
 }
 
 MsgType msg_type_from_string(const std::string& s) {
-  for (auto t : {MsgType::Challenge, MsgType::Hello, MsgType::Welcome, MsgType::Round, MsgType::Result,
-                 MsgType::End, MsgType::Ack, MsgType::Done, MsgType::Heartbeat, MsgType::Error, MsgType::Bye})
+  for (auto t : {MsgType::Challenge, MsgType::Hello, MsgType::Welcome, MsgType::Round, MsgType::Records,
+                 MsgType::Ack, MsgType::Done, MsgType::Heartbeat, MsgType::Error, MsgType::Bye})
     if (to_string(t) == s) return t;
   throw ProtocolError("unknown message type '" + s + "'");
 }
@@ -98,12 +98,19 @@ void from_json(const nlohmann::json& j, Challenge& m) {
 }
 
 void to_json(nlohmann::json& j, const Hello& m) {
-  j = {{"version", m.version},           {"rank", m.rank}, {"world_size", m.world_size}, {"host", m.host},
+  j = {{"version", m.version},           {"ranks", m.ranks}, {"world_size", m.world_size}, {"host", m.host},
        {"client_nonce", m.client_nonce}, {"info", m.info}};
 }
 void from_json(const nlohmann::json& j, Hello& m) {
   m.version = int_at<int>(j, "version");
-  m.rank = int_at<int>(j, "rank");
+  const auto& ranks = j.at("ranks");
+  if (!ranks.is_array() || ranks.empty() || ranks.size() > kMaxRanksPerConnection)
+    throw ProtocolError("hello ranks must be an array of 1-" + std::to_string(kMaxRanksPerConnection) + " ranks");
+  m.ranks.clear();
+  for (const auto& r : ranks) m.ranks.push_back(int_value<int>(r, "a hello rank"));
+  auto sorted = m.ranks;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) throw ProtocolError("hello names a rank twice");
   m.world_size = int_at<int>(j, "world_size");
   j.at("host").get_to(m.host);
   j.at("client_nonce").get_to(m.client_nonce);
@@ -132,19 +139,87 @@ void from_json(const nlohmann::json& j, TestSpec& m) {
   if (!m.params.is_object()) throw ProtocolError("test params must be an object");
 }
 
-void to_json(nlohmann::json& j, const Round& m) {
-  j = {{"id", m.id}, {"tests", m.tests}, {"groups", m.groups}, {"deadline_s", m.deadline_s}};
+std::string encode_group(std::size_t index, const std::vector<int>& members) {
+  std::string out = "[" + std::to_string(index) + ",[";
+  bool first = true;
+  const auto put = [&](const std::string& s) {
+    if (!first) out += ",";
+    out += s;
+    first = false;
+  };
+  for (std::size_t i = 0; i < members.size();) {
+    std::size_t j = i;
+    while (j + 1 < members.size() && static_cast<std::int64_t>(members[j + 1]) == members[j] + std::int64_t{1}) ++j;
+    if (j - i >= 2) {
+      put("[" + std::to_string(members[i]) + "," + std::to_string(members[j]) + "]");
+    } else {
+      for (std::size_t k = i; k <= j; ++k) put(std::to_string(members[k]));
+    }
+    i = j + 1;
+  }
+  return out + "]]";
 }
+
+std::string round_payload(const Round& r, const std::vector<std::size_t>& which, const std::vector<std::string>& encoded) {
+  nlohmann::json head = {{"type", "round"}, {"id", r.id}, {"tests", r.tests}, {"deadline_s", r.deadline_s},
+                         {"group_count", r.groups.size()}};
+  std::string out = head.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out.pop_back();  // the closing brace: the groups follow
+  out += ",\"groups\":[";
+  for (std::size_t i = 0; i < which.size(); ++i) out += (i ? "," : "") + encoded.at(which[i]);
+  return out + "]}";
+}
+
+void to_json(nlohmann::json& j, const Round& m) {
+  std::vector<std::size_t> all;
+  std::vector<std::string> encoded;
+  for (std::size_t g = 0; g < m.groups.size(); ++g) {
+    encoded.push_back(encode_group(g, m.groups[g]));
+    if (!m.groups[g].empty()) all.push_back(g);
+  }
+  j = nlohmann::json::parse(round_payload(m, all, encoded));
+  j.erase("type");
+}
+
+namespace {
+// A group's members from the wire: ranks and [first, last] runs, counted against the round's bound
+// before anything is expanded.
+std::vector<int> decode_members(const nlohmann::json& members, std::size_t& budget) {
+  if (!members.is_array()) throw ProtocolError("a round group's members must be an array");
+  std::vector<int> out;
+  for (const auto& m : members) {
+    int first = 0, last = 0;
+    if (m.is_array()) {
+      if (m.size() != 2) throw ProtocolError("a run of ranks must be [first, last]");
+      first = int_value<int>(m[0], "a run's first rank");
+      last = int_value<int>(m[1], "a run's last rank");
+      if (last < first) throw ProtocolError("a run of ranks ends before it starts");
+    } else {
+      first = last = int_value<int>(m, "a group member");
+    }
+    const auto n = static_cast<std::size_t>(static_cast<std::int64_t>(last) - first + 1);
+    if (n > budget) throw ProtocolError("a round's groups hold more than " + std::to_string(kMaxGroupMembers) + " ranks");
+    budget -= n;
+    for (std::int64_t r = first; r <= last; ++r) out.push_back(static_cast<int>(r));
+  }
+  return out;
+}
+}  // namespace
+
 void from_json(const nlohmann::json& j, Round& m) {
   m.id = int_at<std::int64_t>(j, "id");
   j.at("tests").get_to(m.tests);
-  m.groups.clear();
+  const auto count = int_or<std::size_t>(j, "group_count", 0);
+  if (count > kMaxGroups) throw ProtocolError("a round may have at most " + std::to_string(kMaxGroups) + " groups");
+  m.groups.assign(count, {});
+  std::size_t budget = kMaxGroupMembers;
   if (auto g = j.find("groups"); g != j.end()) {
     if (!g->is_array()) throw ProtocolError("round groups must be an array");
-    for (const auto& group : *g) {
-      if (!group.is_array()) throw ProtocolError("a round group must be an array");
-      auto& out = m.groups.emplace_back();
-      for (const auto& r : group) out.push_back(int_value<int>(r, "a group member"));
+    for (const auto& entry : *g) {
+      if (!entry.is_array() || entry.size() != 2) throw ProtocolError("a round group must be [index, members]");
+      const auto index = int_value<std::size_t>(entry[0], "a group index");
+      if (index >= count) throw ProtocolError("a round group's index is not below group_count");
+      m.groups[index] = decode_members(entry[1], budget);
     }
   }
   m.deadline_s = j.value("deadline_s", 120.0);
@@ -152,17 +227,49 @@ void from_json(const nlohmann::json& j, Round& m) {
     throw ProtocolError("round deadline_s must be between 0 and 604800 seconds");
 }
 
-void to_json(nlohmann::json& j, const ResultMsg& m) { j = {{"seq", m.seq}, {"result", m.result}}; }
-void from_json(const nlohmann::json& j, ResultMsg& m) {
-  m.seq = int_at<std::uint64_t>(j, "seq");
-  j.at("result").get_to(m.result);
+std::string record_line(const Record& r) {
+  return nlohmann::json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void to_json(nlohmann::json& j, const EndMsg& m) { j = {{"seq", m.seq}, {"end", m.end}}; }
-void from_json(const nlohmann::json& j, EndMsg& m) {
-  m.seq = int_at<std::uint64_t>(j, "seq");
-  j.at("end").get_to(m.end);
+std::string encode_records(std::uint64_t last_seq, const std::vector<std::string>& lines) {
+  std::string out = R"({"type":"records","last_seq":)" + std::to_string(last_seq) + "}";
+  std::size_t n = out.size();
+  for (const auto& l : lines) n += l.size() + 1;
+  out.reserve(n);
+  for (const auto& l : lines) out.append("\n").append(l);
+  return out;
 }
+
+namespace {
+// The lines after a batch's header: each one record, parsed depth-limited and type-checked.
+Records decode_records(const nlohmann::json& header, std::string_view rest) {
+  if (type_of(header) != MsgType::Records) throw ProtocolError("a message of several lines must be a 'records' batch");
+  Records b;
+  try {
+    b.last_seq = int_at<std::uint64_t>(header, "last_seq");
+  } catch (const std::exception& e) {
+    throw ProtocolError(std::string("malformed 'records' header: ") + e.what());
+  }
+  while (!rest.empty()) {
+    const auto nl = rest.find('\n');
+    const auto line = rest.substr(0, nl);
+    rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+    if (b.records.size() >= kMaxRecordsPerBatch)
+      throw ProtocolError("batch holds more than " + std::to_string(kMaxRecordsPerBatch) + " records");
+    try {
+      b.records.push_back(parse_body(line).get<Record>());
+    } catch (const ProtocolError& e) {
+      throw ProtocolError("record " + std::to_string(b.records.size() + 1) + " of a batch: " + e.what());
+    } catch (const std::exception& e) {
+      throw ProtocolError("record " + std::to_string(b.records.size() + 1) + " of a batch is malformed: " + e.what());
+    }
+    b.lines.emplace_back(line);
+  }
+  if (b.records.empty()) throw ProtocolError("empty batch of records");
+  if (b.last_seq < b.records.size()) throw ProtocolError("batch last_seq is below its number of records");
+  return b;
+}
+}  // namespace
 
 void to_json(nlohmann::json& j, const Ack& m) { j = {{"seq", m.seq}}; }
 void from_json(const nlohmann::json& j, Ack& m) { m.seq = int_at<std::uint64_t>(j, "seq"); }
@@ -190,14 +297,18 @@ void from_json(const nlohmann::json& j, Bye& m) { m.reason = j.value("reason", s
 
 WorkerMessage decode_worker_message(const nlohmann::json& j) {
   switch (type_of(j)) {
-    case MsgType::Result: return unwrap<ResultMsg>(j);
-    case MsgType::End: return unwrap<EndMsg>(j);
     case MsgType::Done: return unwrap<Done>(j);
     case MsgType::Heartbeat: return unwrap<Heartbeat>(j);
     case MsgType::Error: return unwrap<Error>(j);
     case MsgType::Bye: return unwrap<Bye>(j);
     default: throw ProtocolError("unexpected '" + to_string(type_of(j)) + "' from a worker");
   }
+}
+
+WorkerMessage decode_worker_payload(std::string_view payload) {
+  const auto nl = payload.find('\n');
+  if (nl == std::string_view::npos) return decode_worker_message(parse_body(payload));
+  return decode_records(parse_body(payload.substr(0, nl)), payload.substr(nl + 1));
 }
 
 }  // namespace kiln::proto

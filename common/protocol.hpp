@@ -19,7 +19,7 @@
 
 namespace kiln::proto {
 
-inline constexpr int kProtocolVersion = 2;  // 2: MACs on every frame (common/channel.hpp)
+inline constexpr int kProtocolVersion = 3;  // 2: MACs on every frame; 3: record batches, several ranks per connection
 inline constexpr std::uint32_t kDefaultMaxFrame = 4u << 20;  // 4 MiB
 inline constexpr std::size_t kHeaderSize = 4;
 
@@ -53,7 +53,7 @@ class FrameDecoder {
   std::size_t pos_ = 0;
 };
 
-enum class MsgType { Challenge, Hello, Welcome, Round, Result, End, Ack, Done, Heartbeat, Error, Bye };
+enum class MsgType { Challenge, Hello, Welcome, Round, Records, Ack, Done, Heartbeat, Error, Bye };
 std::string to_string(MsgType t);
 MsgType msg_type_from_string(const std::string& s);  // throws ProtocolError
 // The type of a decoded message; throws ProtocolError when missing or unknown.
@@ -66,12 +66,16 @@ struct Challenge {
   std::string nonce;  // hex, 32 random bytes
 };
 
+// The most ranks one connection may carry (a node agent speaks for its node's ranks).
+inline constexpr std::size_t kMaxRanksPerConnection = 1024;
+
 // worker -> coordinator: who I am. The frame's MAC (common/channel.hpp) proves the worker knows the
-// campaign secret and covers every field.
+// campaign secret and covers every field. One connection carries the ranks it names, all on one
+// host (a kiln-worker rank names itself; a node agent names every rank of its node).
 struct Hello {
   static constexpr MsgType kType = MsgType::Hello;
   int version = kProtocolVersion;
-  int rank = -1;
+  std::vector<int> ranks;  // distinct, 1..kMaxRanksPerConnection of them
   int world_size = 0;
   std::string host;
   std::string client_nonce;
@@ -93,6 +97,9 @@ struct TestSpec {
 
 // coordinator -> every worker: run these tests now. For group tests, groups partition (a subset
 // of) the world ranks; ranks in no group sit the round out. Empty groups = one group of all ranks.
+// On the wire the groups are sparse and compact: "group_count", and "groups" as [index, members]
+// pairs with runs of ranks as [first, last]; a connection is sent only the groups its ranks are in
+// (round_payload), so a round costs O(ranks) to send, not O(ranks x connections).
 struct Round {
   static constexpr MsgType kType = MsgType::Round;
   std::int64_t id = 0;
@@ -101,27 +108,38 @@ struct Round {
   double deadline_s = 120.0;  // per test
 };
 
-// worker -> coordinator: one measurement. seq is per connection, acknowledged after it is on disk.
-struct ResultMsg {
-  static constexpr MsgType kType = MsgType::Result;
-  std::uint64_t seq = 0;
-  Result result;
-};
+inline constexpr std::size_t kMaxGroups = 1000000;
+inline constexpr std::size_t kMaxGroupMembers = 4000000;  // over all groups of a round
+// One group as it travels: "[index,[members]]", runs of three or more ranks as [first,last].
+std::string encode_group(std::size_t index, const std::vector<int>& members);
+// A round message carrying only the groups whose indexes are in `which` (encoded[i] is group i's
+// encode_group text): what one connection is sent.
+std::string round_payload(const Round& r, const std::vector<std::size_t>& which, const std::vector<std::string>& encoded);
 
-// worker -> coordinator: one check ended on this rank (after its last result), with its status.
-// Sequenced and acknowledged like a result: it is a line of results.jsonl.
-struct EndMsg {
-  static constexpr MsgType kType = MsgType::End;
-  std::uint64_t seq = 0;
-  CheckEnd end;
+// worker -> coordinator: a batch of records (measurements, and check ends after a check's last
+// result). Records are numbered per connection, 1, 2, 3, ...; a batch holds last_seq-K+1..last_seq.
+// On the wire it is not one JSON object but lines: the header {"type":"records","last_seq":N},
+// then one line per record, each exactly the line results.jsonl will hold (common/types.hpp's
+// Record). The coordinator checks each line and stores the text it received, not a re-encoding.
+struct Records {
+  static constexpr MsgType kType = MsgType::Records;
+  std::uint64_t last_seq = 0;
+  std::vector<Record> records;
+  std::vector<std::string> lines;  // records[i] as received
 };
+inline constexpr std::size_t kMaxRecordsPerBatch = 65536;
+// The payload of a batch (header and lines, no frame): what Channel::seal_text takes.
+std::string encode_records(std::uint64_t last_seq, const std::vector<std::string>& lines);
+// One record as the line a batch carries and results.jsonl keeps.
+std::string record_line(const Record& r);
 
+// coordinator -> worker: every record numbered up to seq is on disk.
 struct Ack {
   static constexpr MsgType kType = MsgType::Ack;
   std::uint64_t seq = 0;
 };
 
-// worker -> coordinator: this rank finished the round.
+// worker -> coordinator: this rank (one of the connection's) finished the round.
 struct Done {
   static constexpr MsgType kType = MsgType::Done;
   std::int64_t round_id = 0;
@@ -154,8 +172,6 @@ KILN_PROTO_JSON(Hello)
 KILN_PROTO_JSON(Welcome)
 KILN_PROTO_JSON(TestSpec)
 KILN_PROTO_JSON(Round)
-KILN_PROTO_JSON(ResultMsg)
-KILN_PROTO_JSON(EndMsg)
 KILN_PROTO_JSON(Ack)
 KILN_PROTO_JSON(Done)
 KILN_PROTO_JSON(Heartbeat)
@@ -185,8 +201,11 @@ M unwrap(const nlohmann::json& j) {
 }
 
 // What a worker may send once it is authenticated, decoded once at the server's edge.
-using WorkerMessage = std::variant<ResultMsg, EndMsg, Done, Heartbeat, Error, Bye>;
+using WorkerMessage = std::variant<Records, Done, Heartbeat, Error, Bye>;
 // Throws ProtocolError for any other type or a malformed message.
 WorkerMessage decode_worker_message(const nlohmann::json& j);
+// A frame's payload (after its MAC): a batch of records, or one JSON message. Throws
+// ProtocolError; every JSON text in it is depth-limited before it is parsed.
+WorkerMessage decode_worker_payload(std::string_view payload);
 
 }  // namespace kiln::proto

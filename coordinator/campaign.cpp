@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <iostream>
+#include <unordered_map>
 
 #include <spdlog/spdlog.h>
 
@@ -41,6 +42,30 @@ void Campaign::progress(const std::string& line) const {
   if (!opts_.quiet) std::cerr << "kiln: " << printable(line, 2000) << std::endl;
 }
 
+// Each connection is sent the round with only the groups its ranks are in: one group of 100,000
+// ranks sent whole to 12,500 node connections would be gigabytes.
+void Campaign::send_round(const proto::Round& round, const std::set<int>& live) {
+  std::vector<std::string> encoded;
+  std::unordered_map<int, std::vector<std::size_t>> groups_of;
+  for (std::size_t g = 0; g < round.groups.size(); ++g) {
+    encoded.push_back(proto::encode_group(g, round.groups[g]));
+    for (int r : round.groups[g]) groups_of[r].push_back(g);
+  }
+  for (auto session : sessions_of(live)) {
+    std::set<std::size_t> which;
+    for (int r : sessions_.count(session) ? sessions_.at(session) : std::vector<int>{})
+      if (auto it = groups_of.find(r); it != groups_of.end()) which.insert(it->second.begin(), it->second.end());
+    server_->send_text(session, proto::round_payload(round, {which.begin(), which.end()}, encoded));
+  }
+}
+
+// The connections that carry these ranks, each once.
+std::set<SessionId> Campaign::sessions_of(const std::set<int>& ranks) const {
+  std::set<SessionId> out;
+  for (int r : ranks) out.insert(ranks_.at(r).session);
+  return out;
+}
+
 std::set<int> Campaign::live_ranks() const {
   std::set<int> out;
   for (const auto& [r, st] : ranks_)
@@ -67,82 +92,144 @@ void Campaign::journal(const std::string& event, json fields, bool sync_now) {
   }
 }
 
+// Connections come and go with their ranks: a worker rank carries itself, a node agent its node.
+void Campaign::joined(const Event& e) {
+  auto& mine = sessions_[e.session];
+  for (int r : e.hello.ranks) {
+    auto& st = ranks_[r];
+    if (!st.joined || st.lost) ++live_;
+    st.rank = r;
+    st.host = e.hello.host;
+    st.session = e.session;
+    st.joined = true;
+    st.lost = false;
+    st.info = e.hello.info;
+    mine.push_back(r);
+    journal("joined", {{"rank", r}, {"host", st.host}, {"info", st.info}}, false);
+  }
+  // One line per connection while there are few; a count every few seconds when there are many.
+  const std::string counts = "(" + std::to_string(live_) + "/" + std::to_string(opts_.ranks) + ")";
+  if (opts_.ranks <= 64) {
+    progress((mine.size() == 1 ? "rank " + std::to_string(mine.front()) : std::to_string(mine.size()) + " ranks") +
+             " on " + e.hello.host + " connected " + counts);
+  } else if (live_ == opts_.ranks || seconds_since(last_join_note_) > 5) {
+    last_join_note_ = Clock::now();
+    progress(std::to_string(live_) + " of " + std::to_string(opts_.ranks) + " ranks connected");
+  }
+}
+
+void Campaign::lose(RankState& st, const std::string& reason) {
+  if (st.lost) return;
+  st.lost = true;
+  st.lost_reason = reason;
+  if (st.joined) --live_;
+}
+
+void Campaign::left(const Event& e) {
+  auto it = sessions_.find(e.session);
+  if (it == sessions_.end()) return;
+  for (int r : it->second) {
+    auto& st = ranks_.at(r);
+    if (st.session != e.session || st.lost) continue;
+    // After our bye, or theirs, leaving is the normal end of a worker.
+    lose(st, ending_ || st.said_bye ? "bye" : e.reason);
+    if (!ending_ && !st.said_bye) progress("lost rank " + std::to_string(r) + " on " + st.host + ": " + e.reason);
+  }
+  sessions_.erase(it);
+}
+
 void Campaign::handle(Event& e, Acks& acks) {
   switch (e.kind) {
-    case Event::Kind::Joined: {
-      auto& st = ranks_[e.rank];
-      st.rank = e.rank;
-      st.host = e.hello.host;
-      st.session = e.session;
-      st.joined = true;
-      st.lost = false;
-      st.info = e.hello.info;
-      journal("joined", {{"rank", e.rank}, {"host", st.host}, {"info", st.info}}, false);
-      progress("rank " + std::to_string(e.rank) + " on " + st.host + " connected (" +
-               std::to_string(live_ranks().size()) + "/" + std::to_string(opts_.ranks) + ")");
+    case Event::Kind::Joined:
+      joined(e);
       return;
-    }
-    case Event::Kind::Left: {
-      auto it = ranks_.find(e.rank);
-      if (it == ranks_.end() || it->second.session != e.session) return;
-      if (!it->second.lost) {
-        it->second.lost = true;
-        // After our bye, or theirs, leaving is the normal end of a worker.
-        it->second.lost_reason = ending_ || it->second.said_bye ? "bye" : e.reason;
-        if (!ending_) progress("lost rank " + std::to_string(e.rank) + " on " + it->second.host + ": " + e.reason);
-      }
+    case Event::Kind::Left:
+      left(e);
       return;
-    }
     case Event::Kind::Rejected:
       ++rejected_;
       return;
     case Event::Kind::Message:
       break;
   }
-  auto it = ranks_.find(e.rank);
   // Nothing more is taken from a connection once it is closed for cause (events already queued
   // from it included).
-  if (it == ranks_.end() || it->second.session != e.session || it->second.lost) return;
-  RankState& st = it->second;
-  std::visit([&](auto& m) { on_message(e, st, m, acks); }, e.msg);
+  auto it = sessions_.find(e.session);
+  if (it == sessions_.end() || closed_.count(e.session)) return;
+  std::visit([&](auto& m) { on_message(e, it->second, m, acks); }, e.msg);
 }
 
-// The authenticated session says who sent a record: a record that claims another rank or host,
-// an entity its node does not own, or a round that is not running is not stored, and the
-// connection is closed (the rank is then lost, which is a finding).
-bool Campaign::owned(const Event& e, RankState& st, int rank, const std::string& host, const Entity* entity,
-                     std::int64_t round_id) {
-  std::string why;
-  if (rank != e.rank || host != st.host)
-    why = "a record for rank " + std::to_string(rank) + " on '" + host + "'";
-  else if (entity && !may_report(*entity, e.rank, st.host))
-    why = "a record about " + entity->kind + " '" + entity->id + "', which is not on its node";
-  else if (!current_ || round_id != current_->round.id)
-    why = "a record for round " + std::to_string(round_id) + ", which is not running";
-  if (why.empty()) return true;
-  spdlog::warn("closing rank {}'s connection: it sent {}", e.rank, printable(why));
-  st.lost = true;
-  st.lost_reason = "it sent " + printable(why);
-  server_->close(e.session, st.lost_reason);
-  return false;
+// Closes a connection that broke the protocol or claimed what is not its own: every rank it
+// carries is lost (a finding), and nothing more it sent is taken.
+void Campaign::close_for_cause(SessionId session, const std::vector<int>& ranks, const std::string& why) {
+  const auto who = ranks.size() == 1 ? "rank " + std::to_string(ranks.front()) + "'s connection"
+                                     : "the connection of " + std::to_string(ranks.size()) + " ranks";
+  spdlog::warn("closing {}: it sent {}", who, printable(why));
+  for (int r : ranks) lose(ranks_.at(r), "it sent " + printable(why));
+  closed_.insert(session);
+  server_->close(session, "it sent " + printable(why));
 }
 
-// Writes a record to results.jsonl (synced before it is acknowledged, in pump) and files it with
-// its round. False when the disk refused it: it is not acknowledged, and the campaign stops.
-bool Campaign::keep(Record rec, RankState& st) {
-  if (!storage_error_.empty()) return false;
-  try {
-    store_->append(rec);
-  } catch (const StorageError& e) {
-    storage_failed(e.what());
-    return false;
+// The authenticated session says who sent a record: it must name one of the connection's ranks
+// and that rank's host, an entity its node owns, and the running round.
+std::string Campaign::not_owned(SessionId session, int rank, const std::string& host, const Entity* entity,
+                                std::int64_t round_id) const {
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end() || it->second.session != session || host != it->second.host)
+    return "a record for rank " + std::to_string(rank) + " on '" + host + "'";
+  if (entity && !may_report(*entity, rank, host))
+    return "a record about " + entity->kind + " '" + entity->id + "', which is not on its node";
+  if (!current_ || round_id != current_->round.id)
+    return "a record for round " + std::to_string(round_id) + ", which is not running";
+  return "";
+}
+
+// A batch is stored whole or not at all: one record that is not the connection's own closes it,
+// and none of the batch is kept. Otherwise its lines go to results.jsonl as received, in one
+// write, and are acknowledged together once synced (in pump).
+void Campaign::on_message(const Event& e, std::vector<int>& mine, proto::Records& b, Acks& acks) {
+  for (const auto& rec : b.records) {
+    const auto why = std::visit(
+        [&](const auto& v) {
+          const Entity* entity = nullptr;
+          if constexpr (std::is_same_v<std::decay_t<decltype(v)>, Result>) entity = &v.entity;
+          return not_owned(e.session, v.rank, v.host, entity, v.round_id);
+        },
+        rec);
+    if (!why.empty()) return close_for_cause(e.session, mine, why);
   }
-  attach(std::move(rec), st);
-  return true;
+  if (!storage_error_.empty()) return;
+  try {
+    store_->append_lines(b.lines);
+  } catch (const StorageError& err) {
+    storage_failed(err.what());  // not acknowledged: the worker still holds them
+    return;
+  }
+  for (auto& rec : b.records) {
+    const int rank = std::visit([](const auto& v) { return v.rank; }, rec);
+    attach(std::move(rec), ranks_.at(rank));
+  }
+  acks.emplace_back(e.session, b.last_seq);
 }
 
-// A record is counted in the round it names (owned() lets through only the current round's), so
-// that the report counts what results.jsonl holds; only what judgement reads is kept in memory.
+void Campaign::on_message(const Event& e, std::vector<int>& mine, proto::Done& d, Acks&) {
+  if (std::find(mine.begin(), mine.end(), d.rank) == mine.end())
+    return close_for_cause(e.session, mine, "a 'done' for rank " + std::to_string(d.rank));
+  if (current_ && d.round_id == current_->round.id) current_->done.insert(d.rank);
+}
+
+void Campaign::on_message(const Event& e, std::vector<int>& mine, proto::Error& er, Acks&) {
+  spdlog::warn("{} reports {}: {}", e.peer, printable(er.code, 64), printable(er.message));
+  for (int r : mine) ranks_.at(r).lost_reason = printable(er.code, 64) + ": " + printable(er.message);
+}
+
+void Campaign::on_message(const Event&, std::vector<int>& mine, proto::Bye&, Acks&) {
+  for (int r : mine) ranks_.at(r).said_bye = true;
+}
+void Campaign::on_message(const Event&, std::vector<int>&, proto::Heartbeat&, Acks&) {}
+
+// A record is counted in the round it names (not_owned() lets through only the current round's),
+// so that the report counts what results.jsonl holds; only what judgement reads is kept in memory.
 void Campaign::attach(Record rec, RankState& st) {
   if (auto* r = std::get_if<Result>(&rec)) st.counts.add(*r);
   const auto id = std::visit([](const auto& v) { return v.round_id; }, rec);
@@ -159,28 +246,6 @@ void Campaign::attach(Record rec, RankState& st) {
   }
   if (auto* r = std::get_if<Result>(&rec)) unattached_.push_back(std::move(*r));
 }
-
-void Campaign::on_message(const Event& e, RankState& st, proto::ResultMsg& m, Acks& acks) {
-  if (!owned(e, st, m.result.rank, m.result.host, &m.result.entity, m.result.round_id)) return;
-  if (keep(std::move(m.result), st)) acks.emplace_back(e.session, m.seq);
-}
-
-void Campaign::on_message(const Event& e, RankState& st, proto::EndMsg& m, Acks& acks) {
-  if (!owned(e, st, m.end.rank, m.end.host, nullptr, m.end.round_id)) return;
-  if (keep(std::move(m.end), st)) acks.emplace_back(e.session, m.seq);
-}
-
-void Campaign::on_message(const Event& e, RankState&, proto::Done& d, Acks&) {
-  if (current_ && d.round_id == current_->round.id) current_->done.insert(e.rank);
-}
-
-void Campaign::on_message(const Event& e, RankState& st, proto::Error& er, Acks&) {
-  spdlog::warn("rank {} on {} reports {}: {}", e.rank, st.host, printable(er.code, 64), printable(er.message));
-  st.lost_reason = printable(er.code, 64) + ": " + printable(er.message);
-}
-
-void Campaign::on_message(const Event&, RankState& st, proto::Bye&, Acks&) { st.said_bye = true; }
-void Campaign::on_message(const Event&, RankState&, proto::Heartbeat&, Acks&) {}
 
 // Every rank lost mid-campaign goes to the journal once, whoever noticed it (a closed connection,
 // a missed deadline, a record it did not own), so that kiln report sees the fates the campaign saw.
@@ -222,7 +287,7 @@ bool Campaign::wait_for_workers() {
                                            std::chrono::duration<double>(opts_.connect_timeout_s));
   auto last_note = Clock::now();
   std::string last_progress;
-  while (static_cast<int>(live_ranks().size()) < opts_.ranks) {
+  while (live_ < opts_.ranks) {
     if (Clock::now() >= deadline || stopping()) return false;
     pump(std::min(deadline, Clock::now() + std::chrono::milliseconds(200)));
     if (launch_end_) return false;
@@ -255,8 +320,7 @@ void Campaign::end_round(bool cut, Clock::time_point start) {
   for (int r : current_->missing) {
     auto& st = ranks_.at(r);
     if (st.lost || cut) continue;  // an interrupted round proves nothing about its ranks
-    st.lost = true;
-    st.lost_reason = "did not finish round " + std::to_string(id) + " within its deadline";
+    lose(st, "did not finish round " + std::to_string(id) + " within its deadline");
     progress("lost rank " + std::to_string(r) + " on " + st.host + ": " + st.lost_reason);
     server_->close(st.session, st.lost_reason);
   }
@@ -297,25 +361,28 @@ RoundRecord Campaign::run_round(proto::Round round, const std::string& reason, P
            std::to_string(round.groups.size()) + " group(s)" + (reason.empty() ? "" : " - " + reason));
   const auto start = Clock::now();
   if (storage_error_.empty()) {
-    const auto msg = proto::wrap(round);
-    for (int r : live) server_->send(ranks_.at(r).session, msg);
+    send_round(round, live);
   }
   const double budget = round.deadline_s * static_cast<double>(std::max<std::size_t>(1, round.tests.size())) + 15.0;
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget));
   std::size_t shown = 0;
   auto last_note = Clock::now();
   bool cut = false;  // ended by the job, a signal or the disk, not by its ranks or its deadline
+  // The first rank still owed: a rank done or lost stays so, so the cursor only moves forward and
+  // the whole wait costs O(ranks), not O(ranks) per batch of events.
+  auto owed = current_->expected.begin();
+  const auto settled = [&](int r) { return current_->done.count(r) || ranks_.at(r).lost; };
   for (;;) {
-    std::set<int> waiting;
-    for (int r : current_->expected)
-      if (!current_->done.count(r) && !ranks_.at(r).lost) waiting.insert(r);
-    if (waiting.empty() || Clock::now() >= deadline) break;
+    while (owed != current_->expected.end() && settled(*owed)) ++owed;
+    if (owed == current_->expected.end() || Clock::now() >= deadline) break;
     if (launch_end_ || stopping()) {
       cut = true;
       break;
     }
     pump(std::min(deadline, Clock::now() + std::chrono::milliseconds(500)));
-    if (current_->done.size() != shown || seconds_since(last_note) > 10) {
+    // Each change while there are few ranks; every few seconds when there are many.
+    const bool changed = current_->done.size() != shown;
+    if ((changed && (current_->expected.size() <= 64 || seconds_since(last_note) > 2)) || seconds_since(last_note) > 10) {
       shown = current_->done.size();
       last_note = Clock::now();
       progress("round " + std::to_string(round.id) + ": " + std::to_string(shown) + "/" +
@@ -331,20 +398,14 @@ RoundRecord Campaign::run_round(proto::Round round, const std::string& reason, P
 
 void Campaign::say_goodbye(const std::string& reason, std::chrono::seconds wait) {
   ending_ = true;
-  for (int r : live_ranks()) server_->send(ranks_.at(r).session, proto::wrap(proto::Bye{reason}));
+  for (auto session : sessions_of(live_ranks())) server_->send(session, proto::wrap(proto::Bye{reason}));
   // Workers close after their last result is acknowledged; wait for that, then for the launcher.
   const auto deadline = Clock::now() + wait;
-  while (Clock::now() < deadline) {
-    bool any = false;
-    for (const auto& [r, st] : ranks_) any |= st.joined && !st.lost;
-    if (!any) break;
+  while (Clock::now() < deadline && live_ > 0) {
     pump(std::min(deadline, Clock::now() + std::chrono::milliseconds(200)));
   }
   for (auto& [r, st] : ranks_)
-    if (st.joined && !st.lost) {
-      st.lost = true;  // did not leave cleanly, but the campaign is over: not a finding
-      st.lost_reason = "bye";
-    }
+    if (st.joined && !st.lost) lose(st, "bye");  // did not leave cleanly, but the campaign is over: not a finding
   pump(Clock::now());
   auto end = launcher_.finish(wait);
   if (!launch_end_) launch_end_ = end;

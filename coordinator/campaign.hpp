@@ -104,16 +104,20 @@ class Campaign {
   void end_round(bool cut, std::chrono::steady_clock::time_point start);
   using Acks = std::vector<std::pair<SessionId, std::uint64_t>>;
   void handle(Event& e, Acks& acks);
-  bool owned(const Event& e, RankState& st, int rank, const std::string& host, const Entity* entity,
-             std::int64_t round_id);
-  void on_message(const Event& e, RankState& st, proto::ResultMsg& m, Acks& acks);
-  void on_message(const Event& e, RankState& st, proto::EndMsg& m, Acks& acks);
-  void on_message(const Event& e, RankState& st, proto::Done& m, Acks& acks);
-  void on_message(const Event& e, RankState& st, proto::Error& m, Acks& acks);
-  void on_message(const Event& e, RankState& st, proto::Bye& m, Acks& acks);
-  void on_message(const Event& e, RankState& st, proto::Heartbeat& m, Acks& acks);
-  bool keep(Record rec, RankState& st);
+  void joined(const Event& e);
+  void left(const Event& e);
+  void lose(RankState& st, const std::string& reason);
+  void close_for_cause(SessionId session, const std::vector<int>& ranks, const std::string& why);
+  std::string not_owned(SessionId session, int rank, const std::string& host, const Entity* entity,
+                        std::int64_t round_id) const;
+  void on_message(const Event& e, std::vector<int>& mine, proto::Records& m, Acks& acks);
+  void on_message(const Event& e, std::vector<int>& mine, proto::Done& m, Acks& acks);
+  void on_message(const Event& e, std::vector<int>& mine, proto::Error& m, Acks& acks);
+  void on_message(const Event& e, std::vector<int>& mine, proto::Bye& m, Acks& acks);
+  void on_message(const Event& e, std::vector<int>& mine, proto::Heartbeat& m, Acks& acks);
   void attach(Record rec, RankState& st);
+  std::set<SessionId> sessions_of(const std::set<int>& ranks) const;
+  void send_round(const proto::Round& round, const std::set<int>& live);
   void storage_failed(const std::string& what);
   void journal(const std::string& event, nlohmann::json fields, bool sync_now);
   void journal_losses();
@@ -137,6 +141,10 @@ class Campaign {
   int session_ = 1;
   std::string coordinator_;  // HOST:PORT the workers dial
   std::map<int, RankState> ranks_;
+  std::map<SessionId, std::vector<int>> sessions_;  // each connection's ranks
+  std::set<SessionId> closed_;                      // connections closed for cause
+  int live_ = 0;                                    // ranks joined and not lost
+  std::chrono::steady_clock::time_point last_join_note_{};
   std::vector<RoundRecord> rounds_;  // every round of the campaign, earlier sessions' too
   std::vector<Result> unattached_;   // results naming no round
   RoundRecord* current_ = nullptr;

@@ -55,6 +55,7 @@ class ResultServer {
   net::Endpoint local_endpoint() const;
 
   void send(SessionId s, nlohmann::json msg);
+  void send_text(SessionId s, std::string payload);  // a message already serialised
   void ack(SessionId s, std::uint64_t seq);
   void close(SessionId s, const std::string& reason);
 

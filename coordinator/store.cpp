@@ -1,5 +1,7 @@
 #include "coordinator/store.hpp"
 
+#include "common/protocol.hpp"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -116,12 +118,23 @@ AppendLog::~AppendLog() {
   ::close(fd_);
 }
 
-void AppendLog::append(const std::string& line) {
-  const std::string data = line + "\n";
+void AppendLog::append(const std::string& line) { write_block(line + "\n", 1); }
+
+void AppendLog::append_lines(const std::vector<std::string>& lines) {
+  std::size_t size = 0;
+  for (const auto& l : lines) size += l.size() + 1;
+  std::string data;
+  data.reserve(size);
+  for (const auto& l : lines) data.append(l).push_back('\n');
+  write_block(data, lines.size());
+}
+
+void AppendLog::write_block(const std::string& data, std::size_t nlines) {
+  if (data.empty()) return;
   const ssize_t n = ::write(fd_, data.data(), data.size());
   if (n == static_cast<ssize_t>(data.size())) {
     good_ += data.size();
-    ++lines_;
+    lines_ += nlines;
     dirty_ = true;
     return;
   }
@@ -145,8 +158,12 @@ void AppendLog::sync() {
 
 ResultStore::ResultStore(const fs::path& dir) : log_(dir / "results.jsonl") {}
 
-void ResultStore::append(const Record& r) {
-  log_.append(nlohmann::json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+void ResultStore::append(const Record& r) { log_.append(proto::record_line(r)); }
+
+void ResultStore::append_lines(const std::vector<std::string>& lines) {
+  for (const auto& l : lines)
+    if (l.empty() || l.find('\n') != std::string::npos) throw std::invalid_argument("a record line must be one non-empty line");
+  log_.append_lines(lines);
 }
 
 void ResultStore::sync() { log_.sync(); }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -39,12 +40,16 @@ class AppendLog {
   // Appends one line (a newline is added). On a short or failed write the file is truncated back
   // to where it was, so it never holds half a line, and StorageError is thrown.
   void append(const std::string& line);
+  // Appends several lines in one write(), all or none (cut back as above).
+  void append_lines(const std::vector<std::string>& lines);
   void sync();  // fdatasync; StorageError when it fails
   std::uint64_t lines() const { return lines_; }        // whole lines in the file
   std::uint64_t torn_bytes() const { return torn_; }
   const std::filesystem::path& path() const { return path_; }
 
  private:
+  void write_block(const std::string& data, std::size_t nlines);
+
   std::filesystem::path path_;
   int fd_ = -1;
   std::uint64_t good_ = 0;  // file size after the last whole line
@@ -58,6 +63,8 @@ class ResultStore {
  public:
   explicit ResultStore(const std::filesystem::path& dir);
   void append(const Record& r);  // written at once; call sync() before acknowledging
+  // Records as received from a worker (proto::Records::lines), in one write.
+  void append_lines(const std::vector<std::string>& lines);
   void sync();
   std::uint64_t count() const { return log_.lines(); }
   std::uint64_t torn_bytes() const { return log_.torn_bytes(); }

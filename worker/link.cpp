@@ -175,7 +175,7 @@ void CoordinatorLink::handshake() {
     throw LinkError("the coordinator speaks protocol " + std::to_string(ch.version) + ", this worker " +
                     std::to_string(proto::kProtocolVersion));
   proto::Hello h;
-  h.rank = who_.rank;
+  h.ranks = {who_.rank};
   h.world_size = who_.world_size;
   h.host = who_.host;
   h.info = who_.info;
@@ -235,6 +235,7 @@ void CoordinatorLink::io_loop() {
     }
     if (pending.empty()) {
       std::lock_guard lk(mu_);
+      seal_records_locked();
       while (!outbox_.empty() && pending.size() < (1u << 20)) {
         pending += outbox_.front();
         outbox_.pop_front();
@@ -285,6 +286,7 @@ void CoordinatorLink::io_loop() {
   const auto until = Clock::now() + std::chrono::seconds(5);
   {
     std::lock_guard lk(mu_);
+    seal_records_locked();
     while (!outbox_.empty()) {
       pending += outbox_.front();
       outbox_.pop_front();
@@ -314,7 +316,8 @@ void CoordinatorLink::take(nlohmann::json m) {
   std::lock_guard lk(mu_);
   if (t == proto::MsgType::Heartbeat) return;  // it only proves the coordinator is alive
   if (t == proto::MsgType::Ack) {
-    unacked_.erase(m.at("seq").get<std::uint64_t>());
+    // An ack covers every record up to its seq.
+    unacked_.erase(unacked_.begin(), unacked_.upper_bound(proto::unwrap<proto::Ack>(m).seq));
   } else {
     if (t == proto::MsgType::Error) close_reason_ = "coordinator error: " + printable(m.value("message", std::string("?")));
     inbox_.push_back(std::move(m));
@@ -325,21 +328,45 @@ void CoordinatorLink::take(nlohmann::json m) {
 void CoordinatorLink::send(const nlohmann::json& msg) {
   {
     std::lock_guard lk(mu_);  // sealing advances the sequence: frames must queue in that order
+    seal_records_locked();    // records queued before this message go before it
     outbox_.push_back(channel_.seal(msg));
   }
   if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
 }
 
+// Records queued since the last frame leave as batches: one frame, one MAC, one ack for many.
+void CoordinatorLink::seal_records_locked() {
+  constexpr std::size_t kBatchBytes = 256 * 1024;
+  std::vector<std::string> batch;
+  std::size_t bytes = 0;
+  std::uint64_t seq = records_first_seq_;
+  const auto flush = [&] {
+    outbox_.push_back(channel_.seal_text(proto::encode_records(seq - 1, batch)));
+    batch.clear();
+    bytes = 0;
+  };
+  for (auto& line : records_) {
+    if (!batch.empty() && (bytes + line.size() > kBatchBytes || batch.size() >= 4096)) flush();
+    bytes += line.size() + 1;
+    batch.push_back(std::move(line));
+    ++seq;
+  }
+  if (!batch.empty()) flush();
+  records_.clear();
+  records_first_seq_ = seq;
+}
+
 std::uint64_t CoordinatorLink::send_record(const Record& r) {
-  const std::uint64_t seq = ++seq_;
+  auto line = proto::record_line(r);
+  std::uint64_t seq = 0;
   {
     std::lock_guard lk(mu_);
+    seq = ++seq_;
+    if (records_.empty()) records_first_seq_ = seq;
     unacked_.insert(seq);
+    records_.push_back(std::move(line));
   }
-  if (const auto* res = std::get_if<Result>(&r))
-    send(proto::wrap(proto::ResultMsg{seq, *res}));
-  else
-    send(proto::wrap(proto::EndMsg{seq, std::get<CheckEnd>(r)}));
+  if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
   return seq;
 }
 

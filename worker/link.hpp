@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -71,6 +72,7 @@ class CoordinatorLink {
   void write_all_blocking(const std::string& bytes, std::chrono::steady_clock::time_point deadline);
   std::string read_one_blocking(std::chrono::steady_clock::time_point deadline);
   void take(nlohmann::json msg);  // one message from the coordinator, on the I/O thread
+  void seal_records_locked();     // queued records into batch frames, in order
   void fail(const std::string& why);
 
   net::Endpoint coordinator_;
@@ -86,6 +88,8 @@ class CoordinatorLink {
   std::deque<std::string> outbox_;
   std::deque<nlohmann::json> inbox_;
   std::set<std::uint64_t> unacked_;
+  std::vector<std::string> records_;       // records not yet in a frame
+  std::uint64_t records_first_seq_ = 1;    // the seq of records_.front()
   std::atomic<std::uint64_t> seq_{0};
   std::atomic<bool> closed_{false};
   std::atomic<bool> stopping_{false};

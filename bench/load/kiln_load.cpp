@@ -1,10 +1,12 @@
 // kiln-load: many fake workers that speak kiln's real protocol (challenge, sealed hello, session
-// MACs, heartbeats, results, ends, done, acks) from one process, against a coordinator started with
-// `kiln run --launcher none`. It measures what the coordinator sustains: results per second
-// acknowledged, and the ack latency. With --spoof it plays one hostile authenticated rank instead
-// (the integration tests use that). No GPU, no MPI: every result is made up.
+// MACs, heartbeats, record batches, done, acks) from one process, against a coordinator started
+// with `kiln run --launcher none`. It measures what the coordinator sustains: results per second
+// acknowledged, and the ack latency. Each connection carries --ranks-per-conn ranks of one fake
+// node, as a node agent would. With --spoof it plays one hostile authenticated rank instead (the
+// integration tests use that). No GPU, no MPI: every result is made up.
 //
-//   kiln-load --campaign RUN_DIR --ranks N [--first-rank R] [--results K] [--batch B]
+//   kiln-load --campaign RUN_DIR --ranks N [--first-rank R] [--ranks-per-conn C] [--results K]
+//             [--batch B] [--window W] [--rate R] [--duration S]
 //
 // One thread, epoll, non-blocking sockets. Connections use local source addresses 127.0.0.1-127.0.0.8
 // in turn, so more than one address's worth of ephemeral ports is available.
@@ -24,7 +26,9 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <deque>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,8 +52,10 @@ struct Options {
   int ranks = 1;
   int first_rank = 0;
   int ranks_per_node = 8;
+  int ranks_per_conn = 1;  // ranks one connection carries (at most ranks_per_node: one node each)
   int results = 100;       // results per check per rank
-  int batch = 64;          // results sent before waiting for room (acks outstanding per rank)
+  int batch = 64;          // records per frame at most
+  int window = 2;          // unacknowledged frames per connection at most
   std::string spoof;       // host | rank | entity | round | "" (behave)
   double duration_s = 0;   // stop after this long (0: at the coordinator's bye)
   double rate = 0;         // results per second over all ranks (0: as fast as acks allow)
@@ -58,7 +64,7 @@ struct Options {
 
 struct Conn {
   int fd = -1;
-  int rank = 0;
+  std::vector<int> ranks;
   std::string host;
   enum class State { Challenge, Welcome, Ready, Closed } state = State::Challenge;
   proto::FrameDecoder dec{proto::kPreAuthMaxFrame};
@@ -66,10 +72,18 @@ struct Conn {
   std::string nonce, client_nonce;
   std::string out;
   std::uint64_t seq = 0;
-  std::map<std::uint64_t, Clock::time_point> unacked;
-  std::vector<std::pair<std::int64_t, std::vector<std::string>>> rounds;  // queued work: round id, tests
-  int sent_in_check = 0;
+  struct InFlight {
+    std::uint64_t last_seq;
+    std::size_t records;
+    Clock::time_point sent;
+  };
+  std::deque<InFlight> unacked;  // frames, in order
+  std::deque<std::pair<std::int64_t, std::vector<std::string>>> rounds;  // queued work: round id, tests
+  std::size_t test = 0;  // where the front round is: test, result index, rank
+  int result = 0;
+  std::size_t rank = 0;
   Clock::time_point next_beat = Clock::now();
+  bool watching_write = false;
 };
 
 struct Stats {
@@ -112,7 +126,8 @@ class Load {
   void flush(Conn& c);
   void watch(Conn& c, bool want_write);
   void close_conn(Conn& c);
-  std::string result_text(Conn& c, std::int64_t round, const std::string& test, int i);
+  std::string result_text(const Conn& c, int rank, std::int64_t round, const std::string& test, int i) const;
+  std::optional<std::string> next_line(Conn& c);
   void report(bool final) const;
 
   Options o_;
@@ -123,16 +138,23 @@ class Load {
   Stats st_;
   int open_ = 0;
   int reconnects_ = 0;
+  std::size_t rotate_ = 0;
+  Clock::time_point next_beats_{};
   double tokens_ = 0;  // results that may be sent now under --rate
   Clock::time_point refilled_ = Clock::now();
 };
 
 void Load::open_all() {
-  for (int i = 0; i < o_.ranks; ++i) {
+  // Connections never straddle two fake nodes.
+  for (int i = 0; i < o_.ranks;) {
     auto c = std::make_unique<Conn>();
-    c->rank = o_.first_rank + i;
-    c->host = "fake" + std::to_string(c->rank / o_.ranks_per_node);
-    c->fd = connect_to(ep_, i);
+    const int first = o_.first_rank + i;
+    const int node = first / o_.ranks_per_node;
+    const int end = std::min({o_.first_rank + o_.ranks, first + o_.ranks_per_conn, (node + 1) * o_.ranks_per_node});
+    for (int r = first; r < end; ++r) c->ranks.push_back(r);
+    i += end - first;
+    c->host = "fake" + std::to_string(node);
+    c->fd = connect_to(ep_, static_cast<int>(conns_.size()));
     if (c->fd < 0) {
       std::fprintf(stderr, "kiln-load: cannot open connection %d: %s\n", i, std::strerror(errno));
       break;
@@ -147,6 +169,8 @@ void Load::open_all() {
 }
 
 void Load::watch(Conn& c, bool want_write) {
+  if (c.watching_write == want_write) return;  // one epoll_ctl per change, not per send
+  c.watching_write = want_write;
   epoll_event ev{};
   ev.events = EPOLLIN | (want_write ? EPOLLOUT : 0);
   ev.data.ptr = &c;
@@ -171,22 +195,63 @@ void Load::flush(Conn& c) {
   watch(c, !c.out.empty());
 }
 
-std::string Load::result_text(Conn& c, std::int64_t round, const std::string& test, int i) {
-  json r = {{"test", test}, {"host", c.host}, {"rank", c.rank}, {"entity", {{"kind", "rank"}, {"id", std::to_string(c.rank)}}},
-            {"metric", "busbw"}, {"value", 100.0 + i % 7}, {"unit", "GB/s"}, {"status", "pass"},
-            {"round_id", round}, {"group_id", 0}, {"size_bytes", 1 << 20}, {"ts", 0.0}};
+// One record line, as a worker's runner would make it. Built by hand when behaving (the
+// generator must cost far less than the coordinator it loads); through JSON when spoofing.
+std::string Load::result_text(const Conn& c, int rank, std::int64_t round, const std::string& test, int i) const {
+  if (o_.spoof.empty()) {
+    const auto r = std::to_string(rank);
+    std::string s;
+    s.reserve(256);
+    s.append(R"({"record":"result","test":")").append(test).append(R"(","host":")").append(c.host);
+    s.append(R"(","rank":)").append(r).append(R"(,"entity":{"kind":"rank","id":")").append(r);
+    s.append(R"("},"metric":"busbw","value":)").append(std::to_string(100 + i % 7));
+    s.append(R"(,"unit":"GB/s","status":"pass","round_id":)").append(std::to_string(round));
+    s.append(R"(,"group_id":0,"size_bytes":1048576,"ts":0.0})");
+    return s;
+  }
+  json r = {{"record", "result"}, {"test", test}, {"host", c.host}, {"rank", rank},
+            {"entity", {{"kind", "rank"}, {"id", std::to_string(rank)}}}, {"metric", "busbw"},
+            {"value", 100.0 + i % 7}, {"unit", "GB/s"}, {"status", "pass"}, {"round_id", round}, {"group_id", 0},
+            {"size_bytes", 1 << 20}, {"ts", 0.0}};
   if (o_.spoof == "host") r["host"] = "victim";
-  if (o_.spoof == "rank") r["rank"] = c.rank == 0 ? 1 : 0;
+  if (o_.spoof == "rank") r["rank"] = rank == 0 ? c.ranks.back() + 1 : 0;
   if (o_.spoof == "round") r["round_id"] = round + 1000;
   if (o_.spoof == "entity") {
     r["entity"] = {{"kind", "gpu"}, {"id", "victim/gpu0"}};
     r["status"] = "fail";
     r["problems"] = json::array({{{"code", "gpu.hang"}, {"what", "spoofed"}}});
   }
-  return json({{"type", "result"}, {"seq", ++c.seq}, {"result", r}}).dump();
+  return r.dump();
 }
 
-// Sends the queued rounds' results, keeping at most `batch` unacknowledged per rank.
+// The front round's next record: every rank's results for a check, then every rank's end of it;
+// nullopt when the round has nothing more to send (its dones follow).
+std::optional<std::string> Load::next_line(Conn& c) {
+  auto& [round, tests] = c.rounds.front();
+  if (c.test >= tests.size()) return std::nullopt;
+  const int rank = c.ranks[c.rank];
+  std::string line;
+  if (c.result < o_.results) {
+    line = result_text(c, rank, round, tests[c.test], c.result);
+  } else {
+    CheckEnd e;
+    e.test = tests[c.test];
+    e.host = c.host;
+    e.rank = rank;
+    e.round_id = round;
+    line = proto::record_line(e);
+  }
+  if (++c.rank == c.ranks.size()) {
+    c.rank = 0;
+    if (c.result++ == o_.results) {
+      c.result = 0;
+      ++c.test;
+    }
+  }
+  return line;
+}
+
+// Sends the queued rounds' records in batches, keeping at most `window` frames unacknowledged.
 void Load::pump(Conn& c) {
   if (c.state != Conn::State::Ready) return;
   const auto now = Clock::now();
@@ -194,49 +259,47 @@ void Load::pump(Conn& c) {
     c.out += c.chan.seal(proto::wrap(proto::Heartbeat{0.0}));
     c.next_beat = now + std::chrono::seconds(2);
   }
-  while (!c.rounds.empty() && c.unacked.size() < static_cast<std::size_t>(o_.batch) && (o_.rate <= 0 || tokens_ >= 1)) {
-    tokens_ -= 1;
-    auto& [round, tests] = c.rounds.front();
-    if (tests.empty()) {
-      c.out += c.chan.seal(proto::wrap(proto::Done{round, c.rank, c.seq}));
-      c.rounds.erase(c.rounds.begin());
-      ++st_.rounds;
+  while (!c.rounds.empty() && c.unacked.size() < static_cast<std::size_t>(o_.window) && (o_.rate <= 0 || tokens_ >= 1)) {
+    std::vector<std::string> batch;
+    while (batch.size() < static_cast<std::size_t>(o_.batch) && (o_.rate <= 0 || tokens_ >= 1)) {
+      auto line = next_line(c);
+      if (!line) break;
+      batch.push_back(std::move(*line));
+      tokens_ -= 1;
+    }
+    if (!batch.empty()) {
+      c.seq += batch.size();
+      c.out += c.chan.seal_text(proto::encode_records(c.seq, batch));
+      c.unacked.push_back({c.seq, batch.size(), Clock::now()});
+      if (st_.sent == 0) st_.first_send = c.unacked.back().sent;
+      st_.sent += batch.size();
       continue;
     }
-    if (c.sent_in_check < o_.results) {
-      c.out += c.chan.seal_text(result_text(c, round, tests.front(), c.sent_in_check++));
-    } else {
-      CheckEnd e;
-      e.test = tests.front();
-      e.host = c.host;
-      e.rank = c.rank;
-      e.round_id = round;
-      c.out += c.chan.seal(proto::wrap(proto::EndMsg{++c.seq, e}));
-      tests.erase(tests.begin());
-      c.sent_in_check = 0;
-    }
-    c.unacked[c.seq] = Clock::now();
-    if (st_.sent++ == 0) st_.first_send = c.unacked[c.seq];
+    // The round's records are all out: each rank says it is done.
+    for (int r : c.ranks) c.out += c.chan.seal(proto::wrap(proto::Done{c.rounds.front().first, r, c.seq}));
+    c.rounds.pop_front();
+    c.test = 0;
+    ++st_.rounds;
   }
   flush(c);
 }
 
 void Load::on_message(Conn& c, const json& m) {
   switch (proto::type_of(m)) {
-    case proto::MsgType::Ack: {
-      const auto it = c.unacked.find(m.at("seq").get<std::uint64_t>());
-      if (it == c.unacked.end()) return;
+    case proto::MsgType::Ack: {  // every frame up to seq
+      const auto seq = proto::unwrap<proto::Ack>(m).seq;
       st_.last_ack = Clock::now();
-      st_.latency_ms.push_back(std::chrono::duration<float, std::milli>(st_.last_ack - it->second).count());
-      c.unacked.erase(it);
-      ++st_.acked;
+      while (!c.unacked.empty() && c.unacked.front().last_seq <= seq) {
+        st_.latency_ms.push_back(std::chrono::duration<float, std::milli>(st_.last_ack - c.unacked.front().sent).count());
+        st_.acked += c.unacked.front().records;
+        c.unacked.pop_front();
+      }
       return;
     }
-    case proto::MsgType::Round: {
-      const auto r = proto::unwrap<proto::Round>(m);
+    case proto::MsgType::Round: {  // only the id and the checks: fake ranks need no groups
       std::vector<std::string> tests;
-      for (const auto& t : r.tests) tests.push_back(t.key);
-      c.rounds.emplace_back(r.id, tests);
+      for (const auto& t : m.at("tests")) tests.push_back(t.at("key").get<std::string>());
+      c.rounds.emplace_back(m.at("id").get<std::int64_t>(), tests);
       return;
     }
     case proto::MsgType::Bye:
@@ -258,17 +321,18 @@ void Load::on_readable(Conn& c) {
       ::epoll_ctl(ep_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
       ::close(c.fd);
       c.dec = proto::FrameDecoder(proto::kPreAuthMaxFrame);
-      c.fd = connect_to(ep_, c.rank + ++reconnects_);
+      c.fd = connect_to(ep_, c.ranks.front() + ++reconnects_);
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.ptr = &c;
+      c.watching_write = false;
       if (c.fd >= 0) ::epoll_ctl(ep_fd_, EPOLL_CTL_ADD, c.fd, &ev);
       else --open_;
       return;
     }
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
       if (c.state != Conn::State::Closed && !o_.quiet)
-        std::fprintf(stderr, "kiln-load: rank %d: connection closed by the coordinator\n", c.rank);
+        std::fprintf(stderr, "kiln-load: rank %d: connection closed by the coordinator\n", c.ranks.front());
       close_conn(c);
       return;
     }
@@ -279,7 +343,7 @@ void Load::on_readable(Conn& c) {
     if (c.state == Conn::State::Challenge) {
       c.nonce = proto::unwrap<proto::Challenge>(proto::parse_body(*body)).nonce;
       proto::Hello h;
-      h.rank = c.rank;
+      h.ranks = c.ranks;
       h.world_size = o_.first_rank + o_.ranks;
       h.host = c.host;
       h.client_nonce = c.client_nonce = auth::random_hex(32);
@@ -308,7 +372,7 @@ void Load::report(bool final) const {
   };
   const double secs = st_.acked ? std::chrono::duration<double>(st_.last_ack - st_.first_send).count()
                                  : std::chrono::duration<double>(Clock::now() - st_.start).count();
-  std::printf("%s ranks %d connected %d sent %llu acked %llu rounds %llu in %.1f s: %.0f acked/s, ack latency p50 %.2f ms p99 %.2f ms\n",
+  std::printf("%s ranks %d connections %d sent %llu acked %llu rounds %llu in %.1f s: %.0f acked/s, ack latency p50 %.2f ms p99 %.2f ms\n",
               final ? "kiln-load: final" : "kiln-load:", o_.ranks, open_, static_cast<unsigned long long>(st_.sent),
               static_cast<unsigned long long>(st_.acked), static_cast<unsigned long long>(st_.rounds), secs,
               static_cast<double>(st_.acked) / std::max(secs, 1e-9), pct(0.50), pct(0.99));
@@ -332,7 +396,7 @@ int Load::run() {
         if (evs[static_cast<std::size_t>(i)].events & EPOLLOUT) flush(c);
         if (evs[static_cast<std::size_t>(i)].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_readable(c);
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "kiln-load: rank %d: %s\n", c.rank, e.what());
+        std::fprintf(stderr, "kiln-load: rank %d: %s\n", c.ranks.front(), e.what());
         c.state = Conn::State::Closed;
       }
     }
@@ -341,8 +405,19 @@ int Load::run() {
       tokens_ = std::min(o_.rate * 0.05 + 1, tokens_ + o_.rate * std::chrono::duration<double>(now - refilled_).count());
       refilled_ = now;
     }
-    for (auto& c : conns_)
-      if (c->fd >= 0 && c->state == Conn::State::Ready && (!c->rounds.empty() || Clock::now() >= c->next_beat)) pump(*c);
+    // Connections with work, from a rotating start so that --rate shares its tokens fairly.
+    const auto now = Clock::now();
+    const bool beats = now >= next_beats_;
+    if (beats) next_beats_ = now + std::chrono::milliseconds(250);
+    const std::size_t n_conns = conns_.size();
+    for (std::size_t k = 0; k < n_conns; ++k) {
+      auto& c = *conns_[(k + rotate_) % n_conns];
+      if (c.fd < 0 || c.state != Conn::State::Ready) continue;
+      const bool work = !c.rounds.empty() && c.unacked.size() < static_cast<std::size_t>(o_.window) &&
+                        (o_.rate <= 0 || tokens_ >= 1);
+      if (work || (beats && now >= c.next_beat)) pump(c);
+    }
+    if (n_conns) rotate_ = (rotate_ + 1) % n_conns;
     if (!o_.quiet && Clock::now() >= next_report) {
       report(false);
       next_report += std::chrono::seconds(5);
@@ -362,8 +437,11 @@ int main(int argc, char** argv) {
       "ranks", po::value(&o.ranks)->default_value(o.ranks), "fake ranks (one connection each)")(
       "first-rank", po::value(&o.first_rank)->default_value(o.first_rank), "rank of the first fake rank")(
       "ranks-per-node", po::value(&o.ranks_per_node)->default_value(o.ranks_per_node), "fake ranks per fake host")(
+      "ranks-per-conn", po::value(&o.ranks_per_conn)->default_value(o.ranks_per_conn),
+      "ranks one connection carries, as a node agent would (at most --ranks-per-node)")(
       "results", po::value(&o.results)->default_value(o.results), "results per check per rank")(
-      "batch", po::value(&o.batch)->default_value(o.batch), "unacknowledged results per rank at most")(
+      "batch", po::value(&o.batch)->default_value(o.batch), "records per frame at most")(
+      "window", po::value(&o.window)->default_value(o.window), "unacknowledged frames per connection at most")(
       "duration", po::value(&o.duration_s)->default_value(o.duration_s), "stop after this many seconds (0: at bye)")(
       "rate", po::value(&o.rate)->default_value(o.rate), "results per second over all ranks (0: as fast as acks allow)")(
       "spoof", po::value(&o.spoof), "play a hostile rank: host, rank, entity or round")(
@@ -376,6 +454,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     po::notify(vm);
+    if (o.ranks < 1 || o.first_rank < 0 || o.ranks_per_node < 1 || o.ranks_per_conn < 1 || o.batch < 1 ||
+        o.window < 1 || o.results < 0)
+      throw po::error("--ranks, --ranks-per-node, --ranks-per-conn, --batch and --window must be positive");
   } catch (const po::error& e) {
     std::fprintf(stderr, "kiln-load: error: %s\n", e.what());
     return 2;

@@ -5,8 +5,8 @@
   slurm     stdout captured from the testbed (tests/data/slurm/*.json)
   records   results.jsonl lines of the recorded runs (tests/data/runs), a few of each kind, and
             the findings of their report.json files
-  messages  every message type, as tests/unit/test_protocol.cpp builds them, and result/end
-            messages carrying recorded results
+  messages  every message type, as tests/unit/test_protocol.cpp builds them, and record batches
+            carrying recorded results
   frame     the same messages as frames, alone and in streams, behind the control byte
   hostlist  the hostlists of tests/unit/test_hostlist.cpp and of the captured SLURM output
   params    each declared parameter at its default (from common/checks.cpp) and --params forms
@@ -86,41 +86,40 @@ def findings():
 
 
 def protocol_messages():
-    """The messages of tests/unit/test_protocol.cpp, plus results and ends of recorded runs."""
+    """The messages of tests/unit/test_protocol.cpp."""
     info = {"host": "gpu007", "world_rank": 3, "world_size": 8, "local_rank": 0, "local_size": 1, "gpu_count": 8,
             "gpu_models": ["NVIDIA H200"], "gpu_skip_reason": "", "cuda_driver": "13.0", "cuda_runtime": "13.0",
             "nccl_version": "2.28.9", "mpi_version": "Open MPI v4.1.4", "ib_devices": 0}
     nonce = "0123456789abcdef" * 4  # 32 bytes of hex, as auth::random_hex(32) makes them
     msgs = [
-        {"type": "challenge", "version": 2, "nonce": nonce},
-        {"type": "hello", "version": 2, "rank": 3, "world_size": 8, "host": "gpu007", "client_nonce": nonce,
+        {"type": "challenge", "version": 3, "nonce": nonce},
+        {"type": "hello", "version": 3, "ranks": [3, 4, 5], "world_size": 8, "host": "gpu007", "client_nonce": nonce,
          "info": info},
         {"type": "welcome", "run_id": "run1", "heartbeat_s": 2.5},
         {"type": "round", "id": 42, "tests": [{"key": "mpi.all_reduce", "params": {"max_bytes": 1024}},
                                              {"key": "host.inventory", "params": {}}],
-         "groups": [[0, 1], [2, 3], [4]], "deadline_s": 30},
-        {"type": "result", "seq": 9, "result": {
-            "test": "mpi.all_reduce", "host": "n1", "rank": 2, "entity": {"kind": "link", "id": "n1<->n2"},
-            "metric": "busbw", "value": 12.5, "unit": "GB/s", "status": "fail", "reason": "slow",
-            "size_bytes": 1048576, "extra": {"k": "v"}, "problems": [{"code": "link.slow", "what": "12.5 < 40"}],
-            "round_id": 1, "group_id": 0, "ts": 1.5}},
-        {"type": "end", "seq": 10, "end": {"test": "mpi.all_reduce", "host": "n1", "rank": 2, "status": "pass",
-                                           "seconds": 1.5, "round_id": 1, "group_id": 0, "ts": 2.0}},
+         "group_count": 4, "groups": [[0, [0, 1]], [1, [[2, 9]]], [3, [4, [10, 12], 20]]], "deadline_s": 30},
         {"type": "ack", "seq": 5},
         {"type": "done", "round_id": 7, "rank": 3, "last_seq": 99},
         {"type": "heartbeat", "ts": 1.25},
         {"type": "error", "code": "auth_failed", "message": "nope"},
         {"type": "bye", "reason": "done"},
     ]
-    for seq, line in enumerate(recorded_lines(per_kind=1)[:40], start=1):
-        j = json.loads(line)
-        kind = j.pop("record", "result")
-        msgs.append({"type": kind, "seq": seq, kind: j})
     return msgs
 
 
+def record_batches():
+    """Record batches as they travel: a header line, then results.jsonl lines of recorded runs."""
+    lines = recorded_lines(per_kind=1)[:40]
+    out = []
+    for start in range(0, len(lines), 8):
+        chunk = lines[start:start + 8]
+        out.append("\n".join([dumps({"type": "records", "last_seq": start + len(chunk)})] + chunk))
+    return out
+
+
 def messages_corpus():
-    return [dumps(m) for m in protocol_messages()]
+    return [dumps(m) for m in protocol_messages()] + record_batches()
 
 
 def frame_corpus():
@@ -181,7 +180,8 @@ REGRESSIONS = {
               "1" * 64 + "\n",
               "NodeName=a State=IDLE Reason=a [x[y@z]"],
     "messages": ['{"type":"round","id":492233720368547758072,"tests":[]}', '{"type":"ack","seq":1e300}',
-                 '{"type":"done","round_id":1,"rank":4294967297}'],
+                 '{"type":"done","round_id":1,"rank":4294967297}',
+                 '{"last_seqV":40,"type":"records"}\n{}', '{"type":"records","last_seq":-1}\n{}'],
     "records": ['{"record":"end","test":"t","host":"h","status":"pass","rank":0,"round_id":' + "4" * 96 + "}"],
     "params": ['{"max_bytes":9223372036854775807}', '{"max_bytes":18446744073709551615}', '"8388608T"'],
     "hostlist": ["n1\nn01", "n0\nn00\nn000\nn1", "a[0-999999999999999999][0-999999999999999999]"],

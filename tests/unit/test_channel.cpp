@@ -15,7 +15,7 @@ std::string body_of(const std::string& frame) { return frame.substr(kHeaderSize)
 
 TEST_CASE("hello and welcome MACs cover every byte and both nonces", "[channel]") {
   Hello h;
-  h.rank = 2;
+  h.ranks = {2};
   h.world_size = 4;
   h.host = "node7";
   h.client_nonce = auth::random_hex(32);
@@ -24,7 +24,7 @@ TEST_CASE("hello and welcome MACs cover every byte and both nonces", "[channel]"
   CHECK(open_hello("secret", "n1", body_of(frame)).info.gpu_count == 8);
   CHECK_THROWS_AS(open_hello("other", "n1", body_of(frame)), AuthFailure);
   CHECK_THROWS_AS(open_hello("secret", "n2", body_of(frame)), AuthFailure);  // a replay on another connection
-  for (const char* field : {"node7", "\"rank\":2", "\"gpu_count\":8"}) {
+  for (const char* field : {"node7", "\"ranks\":[2", "\"gpu_count\":8"}) {
     auto altered = body_of(frame);
     const auto at = altered.find(field);
     REQUIRE(at != std::string::npos);

@@ -1,6 +1,7 @@
 #include "common/findings.hpp"
 #include <catch2/catch.hpp>
 
+#include "common/channel.hpp"
 #include "common/protocol.hpp"
 
 using namespace kiln;
@@ -95,14 +96,14 @@ TEST_CASE("every message type survives a JSON round trip", "[protocol]") {
   CHECK(c.version == kProtocolVersion);
 
   Hello h;
-  h.rank = 3;
+  h.ranks = {3, 4, 5};
   h.world_size = 8;
   h.host = "gpu007";
   h.client_nonce = std::string(64, 'a');
   h.info.gpu_count = 8;
   h.info.gpu_models = {"NVIDIA H200"};
   auto h2 = round_trip(h);
-  CHECK(h2.rank == 3);
+  CHECK(h2.ranks == std::vector<int>{3, 4, 5});
   CHECK(h2.world_size == 8);
   CHECK(h2.host == "gpu007");
   CHECK(h2.info.gpu_count == 8);
@@ -123,26 +124,35 @@ TEST_CASE("every message type survives a JSON round trip", "[protocol]") {
   CHECK(r2.groups == r.groups);
   CHECK(r2.deadline_s == 30);
 
-  ResultMsg rm;
-  rm.seq = 9;
-  rm.result.test = "mpi.all_reduce";
-  rm.result.host = "n1";
-  rm.result.rank = 2;
-  rm.result.entity = {"link", "n1<->n2"};
-  rm.result.metric = "busbw";
-  rm.result.value = 12.5;
-  rm.result.unit = "GB/s";
-  rm.result.status = Status::Fail;
-  rm.result.reason = "slow";
-  rm.result.size_bytes = 1 << 20;
-  rm.result.extra = {{"k", "v"}};
-  auto rm2 = round_trip(rm);
-  CHECK(rm2.seq == 9);
-  CHECK(rm2.result.entity == rm.result.entity);
-  CHECK(rm2.result.status == Status::Fail);
-  CHECK(rm2.result.size_bytes == (1 << 20));
-  CHECK(rm2.result.extra["k"] == "v");
-  CHECK(rm2.result.reason == "slow");
+  Result res;
+  res.test = "mpi.all_reduce";
+  res.host = "n1";
+  res.rank = 2;
+  res.entity = {"link", "n1<->n2"};
+  res.metric = "busbw";
+  res.value = 12.5;
+  res.unit = "GB/s";
+  res.status = Status::Fail;
+  res.reason = "slow";
+  res.size_bytes = 1 << 20;
+  res.extra = {{"k", "v"}};
+  CheckEnd end;
+  end.test = "mpi.all_reduce";
+  end.host = "n1";
+  end.rank = 2;
+  end.status = Status::Timeout;
+  const std::vector<std::string> lines = {record_line(res), record_line(end)};
+  auto batch = std::get<Records>(decode_worker_payload(encode_records(9, lines)));
+  CHECK(batch.last_seq == 9);
+  CHECK(batch.lines == lines);  // kept as received, to be stored as is
+  REQUIRE(batch.records.size() == 2);
+  const auto& rm2 = std::get<Result>(batch.records[0]);
+  CHECK(rm2.entity == res.entity);
+  CHECK(rm2.status == Status::Fail);
+  CHECK(rm2.size_bytes == (1 << 20));
+  CHECK(rm2.extra["k"] == "v");
+  CHECK(rm2.reason == "slow");
+  CHECK(std::get<CheckEnd>(batch.records[1]).status == Status::Timeout);
 
   CHECK(round_trip(Ack{5}).seq == 5);
   auto d = round_trip(Done{7, 3, 99});
@@ -154,6 +164,59 @@ TEST_CASE("every message type survives a JSON round trip", "[protocol]") {
   CHECK(e.code == "auth_failed");
   CHECK(e.message == "nope");
   CHECK(round_trip(Bye{"done"}).reason == "done");
+}
+
+TEST_CASE("record batches refuse what a results.jsonl line could not be", "[protocol]") {
+  const auto line = record_line(Result{"t", "h", 0, {}, "m", 1.0, "u"});
+  CHECK_THROWS_AS(decode_worker_payload(encode_records(0, {line})), ProtocolError);  // last_seq below its count
+  CHECK_THROWS_AS(decode_worker_payload(R"({"type":"records","last_seq":1})" "\n"), ProtocolError);  // empty line
+  CHECK_THROWS_AS(decode_worker_payload(encode_records(2, {line, "{\"record\":\"end\"}"})), ProtocolError);
+  CHECK_THROWS_AS(decode_worker_payload(encode_records(1, {"[1,2]"})), ProtocolError);
+  CHECK_THROWS_AS(decode_worker_payload(encode_records(1, {std::string(100, '[') + std::string(100, ']')})),
+                  ProtocolError);  // deeper than the limit: refused before it is parsed
+  // A message of several lines must be a batch.
+  CHECK_THROWS_AS(decode_worker_payload(R"({"type":"heartbeat","ts":0})" "\n" + line), ProtocolError);
+  CHECK(std::holds_alternative<Heartbeat>(decode_worker_payload(R"({"type":"heartbeat","ts":0})")));
+}
+
+TEST_CASE("a round's groups travel as runs, and a connection gets only its own", "[protocol]") {
+  CHECK(encode_group(3, {0, 1, 2, 3, 7, 9, 10, 11}) == "[3,[[0,3],7,[9,11]]]");
+  CHECK(encode_group(0, {5, 6}) == "[0,[5,6]]");
+  CHECK(encode_group(1, {2147483646, 2147483647}) == "[1,[2147483646,2147483647]]");
+  Round r;
+  r.id = 4;
+  r.groups = {{0, 1}, {2, 3}, {}, {4, 5, 6, 7}};
+  std::vector<std::string> enc;
+  for (std::size_t g = 0; g < r.groups.size(); ++g) enc.push_back(encode_group(g, r.groups[g]));
+  const auto mine = unwrap<Round>(parse_body(round_payload(r, {3}, enc)));
+  CHECK(mine.groups == std::vector<std::vector<int>>{{}, {}, {}, {4, 5, 6, 7}});
+  // One group of 100,000 ranks is a few bytes, not 600 KB.
+  Round big;
+  for (int i = 0; i < 100000; ++i) big.groups.resize(1), big.groups[0].push_back(i);
+  CHECK(json(big).dump().size() < 200);
+  // A hostile run cannot make a worker allocate without bound.
+  CHECK_THROWS_AS(unwrap<Round>(json::parse(R"({"type":"round","id":1,"tests":[],"group_count":1,"groups":[[0,[[0,2000000000]]]]})")),
+                  ProtocolError);
+  CHECK_THROWS_AS(unwrap<Round>(json::parse(R"({"type":"round","id":1,"tests":[],"group_count":1,"groups":[[1,[0]]]})")),
+                  ProtocolError);
+  CHECK_THROWS_AS(unwrap<Round>(json::parse(R"({"type":"round","id":1,"tests":[],"group_count":9999999,"groups":[]})")),
+                  ProtocolError);
+}
+
+TEST_CASE("a hello names 1 to 1024 distinct ranks", "[protocol]") {
+  Hello h;
+  h.host = "n1";
+  h.client_nonce = std::string(64, 'a');
+  h.world_size = 4;
+  h.ranks = {1, 1};
+  CHECK_THROWS_AS(unwrap<Hello>(wrap(h)), ProtocolError);
+  h.ranks = {};
+  CHECK_THROWS_AS(unwrap<Hello>(wrap(h)), ProtocolError);
+  h.ranks.assign(1025, 0);
+  for (int i = 0; i < 1025; ++i) h.ranks[static_cast<std::size_t>(i)] = i;
+  CHECK_THROWS_AS(unwrap<Hello>(wrap(h)), ProtocolError);
+  h.ranks.resize(1024);
+  CHECK(unwrap<Hello>(wrap(h)).ranks.size() == 1024);
 }
 
 TEST_CASE("findings and statuses round-trip and reject unknown values", "[types]") {
