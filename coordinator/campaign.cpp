@@ -122,6 +122,7 @@ void Campaign::lose(RankState& st, const std::string& reason) {
   if (st.lost) return;
   st.lost = true;
   st.lost_reason = reason;
+  newly_lost_.push_back(st.rank);
   if (st.joined) --live_;
 }
 
@@ -250,7 +251,10 @@ void Campaign::attach(Record rec, RankState& st) {
 // Every rank lost mid-campaign goes to the journal once, whoever noticed it (a closed connection,
 // a missed deadline, a record it did not own), so that kiln report sees the fates the campaign saw.
 void Campaign::journal_losses() {
-  for (auto& [r, st] : ranks_) {
+  const auto newly = std::move(newly_lost_);  // not every rank: this runs once per pass of events
+  newly_lost_.clear();
+  for (int r : newly) {
+    auto& st = ranks_.at(r);
     if (!st.lost || st.lost_reason == "bye" || st.loss_journaled) continue;
     st.loss_journaled = true;
     journal("lost", {{"rank", r}, {"host", st.host}, {"reason", st.lost_reason}}, false);

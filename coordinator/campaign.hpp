@@ -144,6 +144,7 @@ class Campaign {
   std::map<SessionId, std::vector<int>> sessions_;  // each connection's ranks
   std::set<SessionId> closed_;                      // connections closed for cause
   int live_ = 0;                                    // ranks joined and not lost
+  std::vector<int> newly_lost_;                     // lost since the journal last heard
   std::chrono::steady_clock::time_point last_join_note_{};
   std::vector<RoundRecord> rounds_;  // every round of the campaign, earlier sessions' too
   std::vector<Result> unattached_;   // results naming no round

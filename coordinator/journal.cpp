@@ -1,5 +1,7 @@
 #include "coordinator/journal.hpp"
 
+#include "common/channel.hpp"
+
 #include <fstream>
 
 namespace kiln::coord {
@@ -117,7 +119,7 @@ std::optional<JournalContents> read_journal(const fs::path& dir) {
   Reader reader;
   for (std::string line; std::getline(in, line);) {
     try {
-      reader.line(json::parse(line));
+      reader.line(proto::parse_body(line));  // depth-limited: it holds what workers said of themselves
     } catch (const std::exception&) {
       ++reader.out.bad_lines;  // a torn last line, or a hand edit: skip it, keep the rest
     }

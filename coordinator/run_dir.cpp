@@ -1,5 +1,7 @@
 #include "coordinator/run_dir.hpp"
 
+#include "common/channel.hpp"
+
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -81,10 +83,11 @@ void attach_records(const fs::path& path, LoadedRun& run) {
   std::size_t n = 0;
   for (std::string line; std::getline(in, line);) {
     ++n;
-    const json j = json::parse(line, nullptr, false);
+    json j;  // null until the line parses
     Record rec;
     try {
-      if (j.is_discarded()) throw std::invalid_argument("not JSON");
+      // Depth-limited like every peer's JSON: these lines are what workers sent, stored as sent.
+      j = proto::parse_body(line);
       rec = j.get<Record>();
     } catch (const std::exception& e) {
       if (in.eof()) {  // no newline after it: a write cut short, never acknowledged

@@ -322,7 +322,10 @@ struct ResultServer::Impl {
       if (!s->poisoned) {
         try {
           auto msg = proto::decode_worker_payload(std::string_view(body).substr(proto::kMacSize));
-          events.push(Event{Event::Kind::Message, s->id, {}, std::move(msg), {}, s->peer});
+          // A heartbeat only proves the peer alive, which reading it did (last_heard): the
+          // campaign thread is not woken for it.
+          if (!std::holds_alternative<proto::Heartbeat>(msg))
+            events.push(Event{Event::Kind::Message, s->id, {}, std::move(msg), {}, s->peer});
         } catch (const std::exception& e) {
           s->poisoned = true;
           events.push(Event{Event::Kind::Rejected, s->id, {}, {}, e.what(), s->peer});

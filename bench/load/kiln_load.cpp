@@ -56,7 +56,7 @@ struct Options {
   int results = 100;       // results per check per rank
   int batch = 64;          // records per frame at most
   int window = 2;          // unacknowledged frames per connection at most
-  std::string spoof;       // host | rank | entity | round | "" (behave)
+  std::string spoof;       // host | rank | entity | round | text | "" (behave)
   double duration_s = 0;   // stop after this long (0: at the coordinator's bye)
   double rate = 0;         // results per second over all ranks (0: as fast as acks allow)
   bool quiet = false;
@@ -195,6 +195,14 @@ void Load::flush(Conn& c) {
   watch(c, !c.out.empty());
 }
 
+// About 100 KB of terminal control sequences: clear screen, set the window title, move the cursor,
+// ring the bell, and a C1 control, as a hostile peer would put in any text field.
+std::string escapes() {
+  std::string s;
+  while (s.size() < 100000) s += "\x1b[2J\x1b]0;owned\x07\x1b[1;1H\x07\xc2\x9b" "31m\r";
+  return s;
+}
+
 // One record line, as a worker's runner would make it. Built by hand when behaving (the
 // generator must cost far less than the coordinator it loads); through JSON when spoofing.
 std::string Load::result_text(const Conn& c, int rank, std::int64_t round, const std::string& test, int i) const {
@@ -216,6 +224,12 @@ std::string Load::result_text(const Conn& c, int rank, std::int64_t round, const
   if (o_.spoof == "host") r["host"] = "victim";
   if (o_.spoof == "rank") r["rank"] = rank == 0 ? c.ranks.back() + 1 : 0;
   if (o_.spoof == "round") r["round_id"] = round + 1000;
+  if (o_.spoof == "text") {  // its own records, but 100 KB of terminal escapes where text goes
+    r["status"] = "fail";
+    r["reason"] = escapes();
+    r["metric"] = escapes().substr(0, 4000);
+    r["problems"] = json::array({{{"code", "\x1b]0;owned\x07"}, {"what", escapes()}}});
+  }
   if (o_.spoof == "entity") {
     r["entity"] = {{"kind", "gpu"}, {"id", "victim/gpu0"}};
     r["status"] = "fail";
@@ -276,6 +290,7 @@ void Load::pump(Conn& c) {
       continue;
     }
     // The round's records are all out: each rank says it is done.
+    if (o_.spoof == "text") c.out += c.chan.seal(proto::wrap(proto::Error{escapes(), escapes()}));
     for (int r : c.ranks) c.out += c.chan.seal(proto::wrap(proto::Done{c.rounds.front().first, r, c.seq}));
     c.rounds.pop_front();
     c.test = 0;
@@ -444,7 +459,7 @@ int main(int argc, char** argv) {
       "window", po::value(&o.window)->default_value(o.window), "unacknowledged frames per connection at most")(
       "duration", po::value(&o.duration_s)->default_value(o.duration_s), "stop after this many seconds (0: at bye)")(
       "rate", po::value(&o.rate)->default_value(o.rate), "results per second over all ranks (0: as fast as acks allow)")(
-      "spoof", po::value(&o.spoof), "play a hostile rank: host, rank, entity or round")(
+      "spoof", po::value(&o.spoof), "play a hostile rank: host, rank, entity, round or text (terminal escapes)")(
       "quiet", po::bool_switch(&o.quiet), "final line only");
   po::variables_map vm;
   try {

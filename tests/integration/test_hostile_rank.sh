@@ -34,6 +34,32 @@ PY
   grep -q "closing rank 1's connection: it sent" "$out.stderr" && pass "the coordinator says why it closed rank 1" || bad "no log line: $(cat "$out.stderr")"
 done
 
+# Terminal escapes: an authenticated rank fills every text field it owns (reason, metric, problem
+# code and text, its error message) with 100 KB of control sequences. What reaches the operator's
+# terminal is escaped and cut: no ESC, BEL or C1 byte, and a bounded amount.
+out="$TMP/text"
+"$KILN" run --launcher none --ranks 2 --out "$out" --tests mpi.all_reduce --localize-by off --connect-timeout 20 \
+  > "$out.summary" 2> "$out.stderr" &
+kpid=$!
+for _ in $(seq 100); do [ -s "$out/campaign.json" ] && break; sleep 0.1; done
+"$LOAD" --campaign "$out" --ranks 1 --first-rank 0 --results 5 --quiet > /dev/null 2>&1 &
+"$LOAD" --campaign "$out" --ranks 1 --first-rank 1 --results 5 --batch 1 --spoof text --quiet > "$out.hostile" 2>&1
+wait $kpid
+rc=$?
+[ "$rc" = 1 ] && pass "escape-filled results are findings (exit 1)" || bad "exit $rc"
+python3 - "$out" <<'PY' && pass "no terminal control byte reaches the terminal, and the output is bounded" || bad "terminal output"
+import sys
+out = sys.argv[1]
+sent = sum(len(l) for l in open(out + "/results.jsonl", "rb") if b'"rank":1' in l)
+assert sent > 500000, sent  # the hostile text was really sent and stored (JSON-escaped)
+for name in ("summary", "stderr"):
+    data = open(out + "." + name, "rb").read()
+    for bad in (b"\x1b", b"\x07", b"\xc2\x9b", b"\x9b"):
+        assert bad not in data, (name, bad, data[:200])
+    assert len(data) < 64 * 1024, (name, len(data))
+    print(name, len(data), "bytes")
+PY
+
 # The watchdog: stop the coordinator (SIGSTOP) in the middle of a long check; the workers must leave
 # within the watchdog bound (5 s here) plus a little, not run the check to its end.
 out="$TMP/watchdog"

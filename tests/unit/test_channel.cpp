@@ -89,6 +89,15 @@ TEST_CASE("peer text is bounded and escaped for the terminal", "[channel]") {
   CHECK(printable("ok") == "ok");
   CHECK(printable("\x1b[2J\x07x") == "\\x1b[2J\\x07x");
   CHECK(printable(std::string(100000, 'a'), 10) == "aaaaaaaaaa...(99990 more bytes)");
+  // UTF-8 text stays readable; C1 controls (U+009B is CSI on some terminals), lone continuation
+  // bytes, overlong forms and surrogates do not reach the terminal raw.
+  const std::string utf8 = "n\xc3\xb6" "de \xe2\x9c\x93 \xf0\x9f\x94\xa5";
+  CHECK(printable(utf8) == utf8);
+  CHECK(printable("\xc2\x9b" "31m") == "\\xc2\\x9b31m");
+  CHECK(printable("\x9b" "31m") == "\\x9b31m");
+  CHECK(printable("\xc0\xaf") == "\\xc0\\xaf");
+  CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");
+  CHECK(printable("\xe2\x9c") == "\\xe2\\x9c");  // cut short
   RateLimitedLog log(std::chrono::hours(1));
   CHECK(log.tick() == 1);
   for (int i = 0; i < 1000; ++i) CHECK(log.tick() == 0);

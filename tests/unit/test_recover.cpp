@@ -102,14 +102,19 @@ TEST_CASE("kiln report: an unreadable line is a result.invalid finding, not a lo
   bad["value"] = "fast";  // a string where a number belongs
   auto coded = result(0, 1, "fail");
   coded["problems"] = {{{"code", 5}}};
-  d.write("results.jsonl", line(result(0, 1)) + line(bad) + line(coded));
+  // A line nested 300,000 deep (a hand edit, or a disk's garbage) is refused before it is parsed.
+  const std::string deep = std::string(300000, '[') + std::string(300000, ']') + "\n";
+  d.write("results.jsonl", line(result(0, 1)) + line(bad) + deep + line(coded));
+  d.write("journal.jsonl", joined() + deep + line(round_ev(1, 0)) + line(round_end(1)) +
+                               line({{"event", "localized"}, {"session", 1}, {"findings", json::array()}}) +
+                               line({{"event", "end"}, {"session", 1}, {"verdict", "pass"}}));
   const auto run = load_run(d.path);
-  CHECK(run.bad_lines == 1);
+  CHECK(run.bad_lines == 2);
   const auto rep = rebuild_report(d.path, run);
   CHECK(rep.verdict == "fail");
   CHECK(has(rep.findings, "result.invalid", "1"));  // the unreadable line names rank 1
   CHECK(has(rep.findings, "result.invalid", "0"));  // the unknown code from rank 0
-  CHECK(rep.unreadable_lines == 1);
+  CHECK(rep.unreadable_lines == 2);
   CHECK(exit_code(rep) == 1);
 }
 
