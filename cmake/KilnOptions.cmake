@@ -16,6 +16,8 @@ find_package(spdlog REQUIRED)
 find_package(OpenSSL REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 find_package(Threads REQUIRED)
+# Spec files (common/spec.cpp, docs/spec.md) are TOML; only kiln links it, never the worker.
+find_package(tomlplusplus 3.3 REQUIRED)
 
 if(KILN_BUILD_WORKER)
   find_package(MPI COMPONENTS C)

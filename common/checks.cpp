@@ -81,7 +81,7 @@ CheckSpec nccl(std::string key, std::string what) {
 
 CheckSpec rdma(std::string key, std::string what, bool latency) {
   return {std::move(key), std::move(what), Scope::Group, 120, rdma_pair(latency),
-          latency ? FigureSpec{"lat", "us", false, false} : FigureSpec{"bw", "GB/s", true, false}};
+          latency ? FigureSpec{"lat", "us", false, false} : FigureSpec{"bw", "Gb/s", true, false}};
 }
 
 std::vector<CheckSpec> build() {

@@ -1,6 +1,7 @@
 // kiln: the coordinator. `kiln run` launches workers and drives a campaign (cli_run.cpp), `kiln
 // report` and `kiln resume` rebuild or continue one from its run directory (cli_recover.cpp);
-// `kiln simulate` runs the localization planner against a model cluster.
+// `kiln simulate` runs the localization planner against a model cluster; `kiln spec check` validates
+// spec files (common/spec.hpp).
 #include <boost/program_options.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -11,6 +12,7 @@
 #include "common/checks.hpp"
 #include "common/findings.hpp"
 #include "common/protocol.hpp"
+#include "common/spec.hpp"
 #include "coordinator/analysis/simulate.hpp"
 #include "coordinator/cli.hpp"
 
@@ -29,6 +31,7 @@ commands:
   resume     continue a campaign whose coordinator died (or stopped on an error)
   simulate   run the localization planner against a model cluster
   catalog    print the findings catalog (code, severity, meaning, next step)
+  spec       check a spec file: what each class of node should have and do (docs/spec.md)
   version    print the version
 
 `kiln <command> --help` describes each command. Exit codes: 0 all passed, 1 findings,
@@ -98,6 +101,35 @@ int cmd_catalog(const std::vector<std::string>& args) {
   return 0;
 }
 
+std::string count_of(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// `kiln spec check FILE...`: one "FILE: ok (...)" line per good file on stdout, one
+// "FILE:LINE:COL: message" line per problem on stderr; exit 2 when any file has a problem.
+int cmd_spec(const std::vector<std::string>& args) {
+  constexpr const char* usage =
+      "usage: kiln spec check FILE...\n\nValidates spec files (docs/spec.md): node classes, their hardware, software,\n"
+      "expected figures and optional checks. Prints FILE: ok (N classes, M figures), or one\n"
+      "FILE:LINE:COL: message line per problem on stderr and exits 2.\n";
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << usage;
+    return 0;
+  }
+  if (args.empty() || args[0] != "check") return fail("kiln spec takes: check FILE... (see kiln spec --help)");
+  if (args.size() < 2) return fail("kiln spec check needs a FILE (see kiln spec --help)");
+  int rc = 0;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const auto r = spec::load_spec(args[i]);
+    for (const auto& e : r.errors) std::cerr << e << "\n";
+    if (r.spec)
+      std::cout << args[i] << ": ok (" << count_of(r.spec->classes.size(), "class", "classes") << ", "
+                << count_of(r.spec->figure_count(), "figure", "figures") << ")\n";
+    else rc = 2;
+  }
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,6 +156,7 @@ int main(int argc, char** argv) {
   if (cmd == "resume") return cli::cmd_resume(rest);
   if (cmd == "simulate") return cmd_simulate(rest);
   if (cmd == "catalog") return cmd_catalog(rest);
+  if (cmd == "spec") return cmd_spec(rest);
   return fail("unknown command '" + cmd + "' (see kiln --help)");
 }
 
