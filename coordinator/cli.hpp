@@ -36,6 +36,7 @@ struct RunConfig {
   std::string partition;
   int nodes = 0;
   bool nodes_given = false;  // --nodes was given
+  int ranks_per_node = 0;    // slurm: 0 = one per GPU SLURM schedules (Gres), else one
   std::string job_template;
   std::vector<std::string> sbatch_args;
   std::vector<std::string> hosts;  // --nodelist, expanded

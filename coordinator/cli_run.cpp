@@ -52,12 +52,15 @@ po::options_description run_options(RunConfig& c) {
       ("help,h", "show this help")
       ("launcher", po::value(&c.launcher)->default_value(c.launcher),
        "how workers start: local (mpirun on this host), none (start kiln-worker yourself with the printed "
-       "address and secret), slurm (sbatch; one rank per node), auto (slurm when sbatch is on PATH, else local; "
+       "address and secret), slurm (sbatch; one rank per GPU, or per node without GPUs), auto (slurm when sbatch is on PATH, else local; "
        "--ranks without --nodes/--nodelist/--partition means local)")
       ("ranks,n", po::value(&c.ranks)->default_value(c.ranks), "number of worker ranks (local/none launchers)")
       ("nodelist,w", po::value(&c.nodelist), "SLURM hostlist to run on, e.g. gpu[001-004,010]")
       ("partition,p", po::value(&c.partition), "SLURM partition")
       ("nodes,N", po::value(&c.nodes), "number of SLURM nodes")
+      ("ranks-per-node", po::value(&c.ranks_per_node),
+       "slurm: worker ranks per node (default: one per GPU that SLURM schedules on the nodes, from their "
+       "Gres, and sbatch is asked for those GPUs; one on nodes without GPUs)")
       ("job-template", po::value(&c.job_template), "sbatch template for the slurm launcher (default: jobs/burnin.sbatch.in)")
       ("sbatch-arg", po::value(&c.sbatch_args)->composing(),
        "extra sbatch option for the slurm launcher, e.g. --sbatch-arg=--time=02:00:00 (repeatable)")
@@ -137,6 +140,7 @@ std::string plan_slurm(RunConfig& c, coord::CampaignOptions& o, slurm::CommandRu
   req.nodes = c.nodes;
   req.nodelist = c.hosts;
   req.ranks = c.ranks_given ? c.ranks : 0;
+  req.ranks_per_node = c.ranks_per_node;
 #ifdef KILN_JOBS_DIR
   req.job_template = c.job_template.empty() ? fs::path(KILN_JOBS_DIR) / "burnin.sbatch.in" : fs::path(c.job_template);
 #else
@@ -203,6 +207,10 @@ std::string check_run_config(RunConfig& c) {
   if (c.launcher == "slurm" && !coord::on_path("sbatch"))
     return "the slurm launcher needs sbatch, which is not on PATH (install SLURM's client commands or use --launcher local)";
   if (c.ranks < 1) return "--ranks must be at least 1 (got " + std::to_string(c.ranks) + ")";
+  if (c.ranks_per_node < 0 || c.ranks_per_node > 1024)
+    return "--ranks-per-node must be 1-1024 (got " + std::to_string(c.ranks_per_node) + ")";
+  if (c.ranks_per_node > 0 && c.launcher != "slurm") return "--ranks-per-node needs the slurm launcher (use --ranks)";
+  if (c.ranks_per_node > 0 && c.ranks_given) return "give --ranks or --ranks-per-node, not both";
   if (c.launcher == "local" && c.ranks > 4096)
     return "--ranks " + std::to_string(c.ranks) + " is more than the local launcher supports (4096)";
   if (c.ranks > 1000000) return "--ranks " + std::to_string(c.ranks) + " is more than one coordinator takes (1000000)";
@@ -238,6 +246,7 @@ void to_json(nlohmann::json& j, const RunConfig& c) {
        {"localize", {{"by", lo.by}, {"test", lo.test}, {"size_bytes", lo.size_bytes}, {"deadline_s", lo.deadline_s},
                      {"votes", lo.votes}, {"rel_cutoff", lo.rel_cutoff}, {"mode", lo.mode}}},
        {"nodelist", c.nodelist}, {"partition", c.partition}, {"nodes", c.nodes}, {"nodes_given", c.nodes_given},
+       {"ranks_per_node", c.ranks_per_node},
        {"job_template", c.job_template}, {"sbatch_args", c.sbatch_args}, {"only_allocation", c.only_allocation}};
 }
 
@@ -246,6 +255,7 @@ void from_json(const nlohmann::json& j, RunConfig& c) {
   c.launcher = j.value("launcher", d.launcher);
   c.ranks = j.value("ranks", d.ranks);
   c.ranks_given = j.value("ranks_given", false);
+  c.ranks_per_node = j.value("ranks_per_node", 0);
   c.listen = j.value("listen", d.listen);
   c.advertise = j.value("advertise", d.advertise);
   c.worker = j.value("worker", d.worker);

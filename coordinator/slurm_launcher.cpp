@@ -64,6 +64,25 @@ SlurmLauncher::~SlurmLauncher() {
   }
 }
 
+namespace {
+// Ranks per node: --ranks / nodes, --ranks-per-node, or one per GPU SLURM schedules on the
+// candidate nodes (the fewest any of them has), else one. With GPUs, sbatch is asked for them, so
+// that clusters which constrain devices give the job its GPUs.
+void tasks_and_gpus(const SlurmJobRequest& req, const std::vector<std::string>& candidates,
+                    const std::map<std::string, const slurm::NodeInfo*>& by_name, SlurmPlan& plan) {
+  int gpus = -1;
+  for (const auto& h : candidates)
+    if (auto it = by_name.find(h); it != by_name.end()) gpus = gpus < 0 ? it->second->gpus() : std::min(gpus, it->second->gpus());
+  plan.gpus_per_node = std::max(gpus, 0);
+  if (req.ranks > 0)
+    plan.tasks_per_node = req.ranks / plan.nodes;
+  else if (req.ranks_per_node > 0)
+    plan.tasks_per_node = req.ranks_per_node;
+  else
+    plan.tasks_per_node = std::max(plan.gpus_per_node, 1);
+}
+}  // namespace
+
 SlurmPlan SlurmLauncher::validate(slurm::SlurmClient& client, const SlurmJobRequest& req) {
   if (req.nodes < 0) throw SlurmRequestError("--nodes must be positive (got " + std::to_string(req.nodes) + ")");
   if (req.nodes == 0 && req.nodelist.empty())
@@ -77,12 +96,9 @@ SlurmPlan SlurmLauncher::validate(slurm::SlurmClient& client, const SlurmJobRequ
   SlurmPlan plan;
   plan.nodes = std::max<int>(req.nodes, static_cast<int>(req.nodelist.size()));
   plan.nodelist = req.nodelist;
-  if (req.ranks > 0) {
-    if (req.ranks % plan.nodes != 0)
-      throw SlurmRequestError("--ranks " + std::to_string(req.ranks) + " is not a multiple of the " +
-                              std::to_string(plan.nodes) + " nodes (the slurm launcher runs the same number of ranks on every node)");
-    plan.tasks_per_node = req.ranks / plan.nodes;
-  }
+  if (req.ranks > 0 && req.ranks % plan.nodes != 0)
+    throw SlurmRequestError("--ranks " + std::to_string(req.ranks) + " is not a multiple of the " +
+                            std::to_string(plan.nodes) + " nodes (the slurm launcher runs the same number of ranks on every node)");
 
   const auto partitions = client.partitions();
   const slurm::PartitionInfo* part = nullptr;
@@ -142,6 +158,7 @@ SlurmPlan SlurmLauncher::validate(slurm::SlurmClient& client, const SlurmJobRequ
     else
       unusable.push_back(h + " " + it->second->state);
   }
+  tasks_and_gpus(req, candidates, by_name, plan);
   if (!req.nodelist.empty() && !unusable.empty())
     plan.warnings.push_back("the job will pend until these nodes are back: " + join(unusable, ", "));
   else if (usable < plan.nodes)
@@ -166,6 +183,7 @@ std::vector<std::string> SlurmLauncher::sbatch_options(const LaunchRequest& req)
           ",KILN_SECRET_FILE=" + req.secret_file.string(),
   };
   if (!plan_.nodelist.empty()) opts.push_back("--nodelist=" + hostlist::compress(plan_.nodelist));
+  if (plan_.gpus_per_node > 0) opts.push_back("--gpus-per-node=" + std::to_string(plan_.gpus_per_node));
   opts.insert(opts.end(), sbatch_args_.begin(), sbatch_args_.end());
   return opts;
 }

@@ -21,7 +21,8 @@ struct SlurmJobRequest {
   std::string partition;                // empty: SLURM's default partition
   int nodes = 0;                        // 0: as many as the nodelist names
   std::vector<std::string> nodelist;    // expanded; empty: any nodes of the partition
-  int ranks = 0;                        // 0: one rank per node; else a multiple of the node count
+  int ranks = 0;                        // 0: ranks_per_node per node; else a multiple of the node count
+  int ranks_per_node = 0;               // 0: one per GPU that SLURM schedules (Gres), else one
   std::filesystem::path job_template;   // jobs/burnin.sbatch.in
   std::vector<std::string> sbatch_args; // extra sbatch options, after kiln's own (so they win)
 };
@@ -31,6 +32,7 @@ struct SlurmPlan {
   std::string partition;
   int nodes = 0;
   int tasks_per_node = 1;
+  int gpus_per_node = 0;                   // asked of sbatch (--gpus-per-node) when the nodes have GPUs
   int ranks() const { return nodes * tasks_per_node; }
   std::vector<std::string> nodelist;       // as requested (may be empty)
   std::vector<std::string> node_addresses; // NodeAddr of the candidate nodes, for --advertise

@@ -250,6 +250,22 @@ std::vector<PartitionInfo> parse_sinfo(const std::string& text) {
   return parts;
 }
 
+int NodeInfo::gpus() const {
+  const auto it = fields.find("Gres");
+  if (it == fields.end()) return 0;
+  long total = 0;
+  std::string entry;
+  std::istringstream in(it->second);
+  while (std::getline(in, entry, ',')) {
+    entry = entry.substr(0, entry.find('('));  // "(S:0-1)": the sockets, not a count
+    if (entry.rfind("gpu:", 0) != 0) continue;
+    const auto count = entry.substr(entry.rfind(':') + 1);
+    if (count.empty() || count.size() > 6 || count.find_first_not_of("0123456789") != std::string::npos) continue;
+    total += std::stol(count);
+  }
+  return static_cast<int>(std::min<long>(total, 1 << 20));
+}
+
 bool NodeInfo::has_flag(const std::string& f) const {
   return std::find(flags.begin(), flags.end(), f) != flags.end();
 }

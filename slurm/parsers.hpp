@@ -71,6 +71,9 @@ struct NodeInfo {
   std::map<std::string, std::string> fields;  // everything scontrol printed
 
   bool has_flag(const std::string& f) const;
+  // GPUs SLURM schedules on this node: the gpu entries of its Gres ("gpu:8", "gpu:h200:8(S:0-1)",
+  // "gpu:a:2,gpu:b:2,mps:100"), 0 when it has none.
+  int gpus() const;
   bool drained() const { return has_flag("DRAIN"); }  // draining or drained
   bool responding() const { return !has_flag("NOT_RESPONDING"); }
   // Can take a job now or soon: up, responding and not drained.
