@@ -92,6 +92,15 @@ const std::vector<CatalogEntry>& catalog() {
        "read the error in the evidence; check the driver/CUDA install on that node"},
       {Code::GpuNvml, "gpu.nvml", S::Error, "node", "NVML could not be loaded or queried on the node",
        "check that the NVIDIA driver (libnvidia-ml.so.1) is installed and matches the kernel module on {entity}"},
+      {Code::FleetOutlier, "fleet.outlier", S::Error, "gpu",
+       "a GPU or node measured clearly worse than the rest of the fleet (the median of every GPU or node of "
+       "the campaign), though it may look healthy beside its own node's GPUs",
+       "compare {entity} with its peers in the evidence; check its clocks, power limit, thermals and PCIe "
+       "link (nvidia-smi -q), then rerun the check on it alone"},
+      {Code::FleetSetting, "fleet.setting", S::Warning, "node",
+       "a node's software version or setting differs from what most nodes of the campaign have",
+       "bring {entity} in line with the fleet (same driver, CUDA, NCCL, MPI, kernel) or confirm the "
+       "difference is intended"},
       {Code::ResultInvalid, "result.invalid", S::Error, "rank",
        "a worker sent a value kiln cannot use (an unknown finding code or a malformed field)",
        "check that every node runs the same kiln version as the coordinator; the evidence holds the value"},

@@ -49,6 +49,8 @@ enum class Code {
   GpuHang,
   GpuCuda,
   GpuNvml,
+  FleetOutlier,
+  FleetSetting,
   ResultInvalid,
   CampaignError,
 };

@@ -105,6 +105,9 @@ void Campaign::joined(const Event& e) {
     st.lost = false;
     st.info = e.hello.info;
     mine.push_back(r);
+    NodeInfo node = st.info;
+    node.host = st.host;
+    fleet_.add_node(node);
     journal("joined", {{"rank", r}, {"host", st.host}, {"info", st.info}}, false);
   }
   // One line per connection while there are few; a count every few seconds when there are many.
@@ -237,6 +240,7 @@ void Campaign::attach(Record rec, RankState& st) {
   for (auto it = rounds_.rbegin(); it != rounds_.rend(); ++it) {
     if (it->round.id != id) continue;
     if (auto* r = std::get_if<Result>(&rec)) {
+      if (it->phase == Phase::Plan) fleet_.add_record(*r);
       ++it->result_count;
       ++it->by_test[r->test][to_string(r->status)];
       if (analysis::kept_for_judgement(*it, *r)) it->results.push_back(std::move(*r));

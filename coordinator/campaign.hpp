@@ -17,6 +17,7 @@
 #include "common/net.hpp"
 #include "common/protocol.hpp"
 #include "common/types.hpp"
+#include "coordinator/analysis/fleet.hpp"
 #include "coordinator/analysis/judge.hpp"
 #include "coordinator/events.hpp"
 #include "coordinator/launcher.hpp"
@@ -142,6 +143,7 @@ class Campaign {
   std::string coordinator_;  // HOST:PORT the workers dial
   std::map<int, RankState> ranks_;
   std::map<SessionId, std::vector<int>> sessions_;  // each connection's ranks
+  analysis::Fleet fleet_;                           // every node's figures and settings
   std::set<SessionId> closed_;                      // connections closed for cause
   int live_ = 0;                                    // ranks joined and not lost
   std::vector<int> newly_lost_;                     // lost since the journal last heard

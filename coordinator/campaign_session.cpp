@@ -205,6 +205,7 @@ ReportInput Campaign::report_input(const std::string& error) const {
   in.duration_s = std::chrono::duration<double>(std::chrono::system_clock::now() - started_).count();
   in.expected_ranks = opts_.ranks;
   in.sessions = session_;
+  in.fleet.merge(fleet_);
   // Earlier sessions' ranks, updated with this session's: a rank that came back is the one this
   // session saw; one that did not is lost to the campaign.
   std::map<int, RankSeen> seen;

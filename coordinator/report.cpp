@@ -223,6 +223,11 @@ Report build_report(const ReportInput& in, const std::vector<RoundRecord>& round
   if (in.error.empty()) {
     rep.findings = plan_findings(in, rounds);
     rep.findings.insert(rep.findings.end(), in.extra_findings.begin(), in.extra_findings.end());
+    try {
+      for (auto& f : in.fleet.findings()) rep.findings.push_back(std::move(f));
+    } catch (const std::exception& e) {
+      rep.findings.push_back(make_finding(Code::ResultInvalid, {"job", in.run_id}, std::string("fleet comparison: ") + e.what()));
+    }
   }
   rep.verdict = !in.error.empty() ? "error" : rep.findings.empty() && !in.launch_failed ? "pass" : "fail";
   return rep;

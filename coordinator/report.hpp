@@ -12,6 +12,7 @@
 
 #include "common/protocol.hpp"
 #include "common/types.hpp"
+#include "coordinator/analysis/fleet.hpp"
 #include "coordinator/analysis/judge.hpp"
 
 namespace kiln::coord {
@@ -112,6 +113,7 @@ struct ReportInput {
   std::optional<LaunchRow> launch;
   bool launch_failed = false;  // the job failed with nobody left: not a pass even without findings
   std::uint64_t rejected = 0;
+  analysis::Fleet fleet;  // every node and GPU's figures and settings, to compare them
 };
 
 // Builds the report from the campaign's rounds (in id order, each with its counts and the records

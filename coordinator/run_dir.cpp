@@ -107,6 +107,7 @@ void attach_records(const fs::path& path, LoadedRun& run) {
         continue;
       }
       auto& rr = run.rounds[it->second];
+      if (rr.phase == analysis::Phase::Plan) run.fleet.add_record(*res);
       ++rr.result_count;
       ++rr.by_test[res->test][to_string(res->status)];
       rr.results.push_back(std::move(*res));
@@ -157,6 +158,13 @@ ReportInput report_input(const LoadedRun& run) {
   in.launcher = c.is_object() ? c.value("launcher", std::string{}) : "";
   in.expected_ranks = run.ranks;
   in.ranks = run.seen;
+  in.fleet = run.fleet;
+  for (const auto& k : run.seen) {
+    if (!k.joined) continue;
+    NodeInfo node = k.info;
+    node.host = k.host;
+    in.fleet.add_node(node);
+  }
   in.unattached = run.unattached;
   in.unreadable_lines = run.bad_lines;
   in.started = run.journal && run.journal->first_ts > 0 ? run.journal->first_ts : r.value("started", 0.0);

@@ -35,6 +35,7 @@ struct LoadedRun {
   std::size_t bad_lines = 0;                  // lines of results.jsonl that could not be read
   std::vector<BadLine> bad;                   // the first of them, for the finding
   bool torn_tail = false;                     // the last line had no newline (never acknowledged)
+  analysis::Fleet fleet;                      // plan rounds' figures and inventories
 };
 
 // Throws std::runtime_error naming the directory when it holds neither report.json nor

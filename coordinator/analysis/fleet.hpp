@@ -1,0 +1,78 @@
+// The fleet compared: every node (and GPU) of the campaign measured against all the others, not
+// only against the GPUs of its own node. A node whose GPUs are all slow (a power cap, a wrong
+// clock, a throttled PCIe switch) looks healthy inside the node and stands out in the fleet.
+//
+// Figures: for every per-GPU and per-node figure (the figure of merit each check declares, at each
+// message size), each entity's mean is compared with the median of all entities of that kind. An
+// entity is an outlier when it is worse than the fleet median by at least rel_cutoff AND its robust
+// z (MAD-based, floored at min_rel_sigma of the median) reaches z_cutoff, so neither a wide but
+// harmless spread nor a tiny but tight difference makes a finding. Heavy tails in the others do
+// not move a median.
+//
+// Settings: software versions and node properties (driver, CUDA, NCCL, MPI, kernel, CPU model,
+// GPU model and count, memory) are compared across nodes; a node whose value differs from what a
+// clear majority of nodes have is an odd one out.
+//
+// Pure: fed results and node facts, returns findings. Bounded memory: one running sum per entity
+// and figure, one map of settings per node.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/types.hpp"
+
+namespace kiln::analysis {
+
+struct FleetConfig {
+  double rel_cutoff = 0.10;     // at least 10% worse than the fleet median
+  double z_cutoff = 4.0;        // and a robust z of at least 4
+  double min_rel_sigma = 0.02;  // floor on the spread: 2% of the median
+  int min_entities = 4;         // fewer entities of a kind: no fleet to compare with
+  double majority = 0.6;        // settings: the common value must be held by at least 60% of nodes
+  int min_nodes = 3;
+};
+
+class Fleet {
+ public:
+  // A result of a plan round. Kept (as a running mean per entity) when it is a numeric per-GPU or
+  // per-node figure of merit; anything else is ignored.
+  void add(const Result& r);
+  // What a node reported of itself: its hello (NodeInfo) and host.inventory's inventory record.
+  void add_node(const NodeInfo& info);
+  void add_inventory(const std::string& host, const nlohmann::json& extra);
+  // A plan round's result: host.inventory's record, or a figure.
+  void add_record(const Result& r);
+  void merge(const Fleet& other);
+
+  std::vector<Finding> findings(const FleetConfig& cfg = {}) const;
+  std::size_t figures() const { return figures_.size(); }
+
+ private:
+  struct Key {
+    std::string check, metric;
+    std::int64_t size = -1;
+    std::string kind;
+    auto operator<=>(const Key&) const = default;
+  };
+  struct Acc {
+    double sum = 0;
+    int n = 0;
+    std::string host;
+  };
+  struct Figure {
+    std::string unit;
+    bool higher_is_better = true;
+    std::map<std::string, Acc> by_entity;
+  };
+  std::vector<Finding> figure_findings(const FleetConfig& cfg) const;
+  std::vector<Finding> setting_findings(const FleetConfig& cfg) const;
+
+  std::map<Key, Figure> figures_;
+  std::map<std::string, std::map<std::string, std::string>> settings_;  // host -> name -> value
+};
+
+}  // namespace kiln::analysis
