@@ -65,7 +65,8 @@ void Fleet::add_inventory(const std::string& host, const nlohmann::json& extra) 
   auto& s = settings_[host];
   for (const char* key : {"kernel", "cpu_model", "arch"})
     if (auto it = extra.find(key); it != extra.end() && it->is_string()) put(s, key, it->get<std::string>());
-  if (auto it = extra.find("cpus"); it != extra.end() && it->is_number()) put(s, "cpus", it->dump());
+  for (const char* key : {"cpus", "cpus_usable"})
+    if (auto it = extra.find(key); it != extra.end() && it->is_number()) put(s, key, it->dump());
   if (auto it = extra.find("memory_gib"); it != extra.end() && it->is_number())
     put(s, "memory GiB", std::to_string(static_cast<long long>(std::lround(it->get<double>()))));
 }

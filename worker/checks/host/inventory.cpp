@@ -1,5 +1,6 @@
 // host.inventory: what the node is (CPUs, memory, kernel, GPUs, driver and library versions), so
 // the report can show mismatches across nodes and against the spec.
+#include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -32,6 +33,15 @@ double mem_total_gib() {
   return 0;
 }
 
+// CPUs this process may run on (its affinity, which cpusets and cgroups narrow): what a job on
+// the node really gets, which can be fewer than the node has online.
+long usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+  return CPU_COUNT(&set);
+}
+
 class HostInventory : public Check {
  public:
   std::string key() const override { return "host.inventory"; }
@@ -47,6 +57,7 @@ class HostInventory : public Check {
                 {"cpu_model", cpu_model()},
                 {"memory_gib", mem_total_gib()},
                 {"kernel", std::string(u.release)},
+                {"cpus_usable", usable_cpus()},
                 {"arch", std::string(u.machine)}});
     const Entity node{"node", n.host};
     Result r;
