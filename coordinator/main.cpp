@@ -13,6 +13,9 @@
 #include "common/findings.hpp"
 #include "common/protocol.hpp"
 #include "common/spec.hpp"
+#include "coordinator/run_dir.hpp"
+#include "coordinator/spec_baseline.hpp"
+#include "coordinator/store.hpp"
 #include "coordinator/analysis/simulate.hpp"
 #include "coordinator/cli.hpp"
 
@@ -105,18 +108,71 @@ std::string count_of(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+// `kiln spec from-run RUN_DIR [--out FILE] [--tolerance F] [--name CLASS]`.
+int spec_from_run(const std::vector<std::string>& args) {
+  coord::BaselineOptions o;
+  std::string out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto value = [&](const char* flag) -> const std::string* {
+      return args[i] == flag && i + 1 < args.size() ? &args[++i] : nullptr;
+    };
+    if (auto* v = value("--out")) {
+      out = *v;
+    } else if (auto* t = value("--tolerance")) {
+      char* end = nullptr;
+      o.tolerance = std::strtod(t->c_str(), &end);
+      if (end == t->c_str() || *end || !(o.tolerance > 0 && o.tolerance < 1))
+        return fail("--tolerance must be a fraction between 0 and 1 (got '" + *t + "')");
+    } else if (auto* n = value("--name")) {
+      o.name = *n;
+    } else if (o.run_dir.empty() && args[i].rfind("--", 0) != 0) {
+      o.run_dir = args[i];
+    } else {
+      return fail("kiln spec from-run: unexpected '" + args[i] + "' (see kiln spec --help)");
+    }
+  }
+  if (o.run_dir.empty()) return fail("kiln spec from-run needs a RUN_DIR (see kiln spec --help)");
+  std::string text;
+  try {
+    text = coord::baseline_spec(coord::load_run(o.run_dir), o);
+  } catch (const std::exception& e) {
+    return fail(std::string("kiln spec from-run: ") + e.what());
+  }
+  const auto check = spec::parse_spec(text, out.empty() ? "(from-run)" : out);
+  for (const auto& e : check.errors) std::cerr << e << "\n";
+  if (!check.spec) return fail("kiln spec from-run wrote a spec that does not validate (a bug)");
+  if (out.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  try {
+    coord::write_file_atomic(out, text);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  std::cerr << "kiln: wrote " << out << " (" << count_of(check.spec->figure_count(), "figure", "figures") << ")\n";
+  return 0;
+}
+
 // `kiln spec check FILE...`: one "FILE: ok (...)" line per good file on stdout, one
 // "FILE:LINE:COL: message" line per problem on stderr; exit 2 when any file has a problem.
 int cmd_spec(const std::vector<std::string>& args) {
   constexpr const char* usage =
-      "usage: kiln spec check FILE...\n\nValidates spec files (docs/spec.md): node classes, their hardware, software,\n"
+      "usage: kiln spec check FILE...\n       kiln spec from-run RUN_DIR [--out FILE] [--tolerance F] [--name CLASS]\n\n"
+      "check: validates spec files (docs/spec.md): node classes, their hardware, software,\n"
       "expected figures and optional checks. Prints FILE: ok (N classes, M figures), or one\n"
-      "FILE:LINE:COL: message line per problem on stderr and exits 2.\n";
+      "FILE:LINE:COL: message line per problem on stderr and exits 2.\n\n"
+      "from-run: writes a spec from a known-good run (to FILE, else stdout): each check's figure of\n"
+      "merit is the run's median (per GPU or node; per group and message size from 1 MiB, inside a\n"
+      "node or across nodes), with tolerance F (default 0.10), for a class named CLASS (default\n"
+      "baseline) selecting the run's hosts.\n";
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
     std::cout << usage;
     return 0;
   }
-  if (args.empty() || args[0] != "check") return fail("kiln spec takes: check FILE... (see kiln spec --help)");
+  if (!args.empty() && args[0] == "from-run") return spec_from_run({args.begin() + 1, args.end()});
+  if (args.empty() || args[0] != "check")
+    return fail("kiln spec takes: check FILE..., or from-run RUN_DIR (see kiln spec --help)");
   if (args.size() < 2) return fail("kiln spec check needs a FILE (see kiln spec --help)");
   int rc = 0;
   for (std::size_t i = 1; i < args.size(); ++i) {
