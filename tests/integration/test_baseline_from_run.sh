@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kiln spec from-run: a spec written from a known-good local run validates, holds the run's figures
+# kiln spec from-run (needs the worker, hence not test_spec_*): a spec written from a known-good local run validates, holds the run's figures
 # with their source, and bad requests are one line and exit 2.
 source "$(dirname "$0")/lib.sh"
 out="$TMP/run"
