@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+#include <charconv>
 
 #include "common/checks.hpp"
 #include "common/findings.hpp"
@@ -21,8 +21,8 @@ double median(std::vector<double> v) {
 
 std::string num(double v) {
   char b[32];
-  std::snprintf(b, sizeof b, "%.4g", v);
-  return b;
+  const auto r = std::to_chars(b, b + sizeof b, v, std::chars_format::general, 4);
+  return std::string(b, r.ptr);
 }
 
 // The settings a node's hello tells, by name. Empty values are kept as "(none)": a node without
