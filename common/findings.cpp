@@ -101,6 +101,20 @@ const std::vector<CatalogEntry>& catalog() {
        "a node's software version or setting differs from what most nodes of the campaign have",
        "bring {entity} in line with the fleet (same driver, CUDA, NCCL, MPI, kernel) or confirm the "
        "difference is intended"},
+      {Code::NotTested, "not.tested", S::Warning, "node",
+       "a check the node's class requires (docs/spec.md) did not run to a verdict there: it was skipped, left "
+       "out of the plan, or the node's ranks were lost before it",
+       "read the reason: give {entity} what the check needs (GPUs, NCCL, HCAs), add the check to --tests or "
+       "rerun after fixing the lost ranks; mark the check optional (--optional, or the class's optional list) "
+       "only if the node need not pass it"},
+      {Code::SpecBelow, "spec.below", S::Error, "gpu, rank, node or group",
+       "a measurement is worse than the spec's figure by more than its tolerance",
+       "compare the measured and expected values in the evidence; rerun the check on {entity} alone, then look "
+       "for the cause (clocks, power, links, cabling, fabric settings); correct the spec only if its figure was "
+       "wrong"},
+      {Code::SoftwareVersion, "software.version", S::Error, "node",
+       "the node runs a CUDA, NCCL, MPI or kernel version the spec does not accept",
+       "install the version the spec names on {entity} (or correct the spec) and rerun"},
       {Code::ResultInvalid, "result.invalid", S::Error, "rank",
        "a worker sent a value kiln cannot use (an unknown finding code or a malformed field)",
        "check that every node runs the same kiln version as the coordinator; the evidence holds the value"},

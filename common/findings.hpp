@@ -51,6 +51,9 @@ enum class Code {
   GpuNvml,
   FleetOutlier,
   FleetSetting,
+  NotTested,
+  SpecBelow,
+  SoftwareVersion,
   ResultInvalid,
   CampaignError,
 };
