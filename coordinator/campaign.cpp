@@ -243,7 +243,8 @@ void Campaign::attach(Record rec, RankState& st) {
       if (it->phase == Phase::Plan) fleet_.add_record(*r);
       ++it->result_count;
       ++it->by_test[r->test][to_string(r->status)];
-      if (analysis::kept_for_judgement(*it, *r)) it->results.push_back(std::move(*r));
+      if (analysis::kept_for_judgement(*it, *r) || analysis::kept_for_expectations(opts_.expect, *r))
+        it->results.push_back(std::move(*r));
     } else {
       it->ends.push_back(std::get<CheckEnd>(std::move(rec)));
     }

@@ -18,6 +18,7 @@
 #include "common/protocol.hpp"
 #include "common/types.hpp"
 #include "coordinator/analysis/fleet.hpp"
+#include "coordinator/analysis/expect.hpp"
 #include "coordinator/analysis/judge.hpp"
 #include "coordinator/events.hpp"
 #include "coordinator/launcher.hpp"
@@ -46,6 +47,8 @@ struct CampaignOptions {
   std::function<std::pair<std::vector<Finding>, nlohmann::json>(class Campaign&)> localize;
   // How to run the campaign again (launcher, plan, options): kept in campaign.json for kiln resume.
   nlohmann::json spec = nlohmann::json::object();
+  // What the nodes are judged against (--spec, the shipped profiles, or nothing).
+  analysis::Expectations expect;
   // kiln resume: the campaign so far (read from the run directory). Its finished plan rounds are
   // not run again, its results are appended to, and the report covers every session.
   const LoadedRun* resume = nullptr;

@@ -47,7 +47,9 @@ void Campaign::restore(const LoadedRun& run) {
   rounds_ = run.rounds;
   // Counted already (result_count, by_test, each rank's counts): keep only what judgement reads.
   for (auto& rr : rounds_)
-    std::erase_if(rr.results, [&rr](const Result& r) { return !analysis::kept_for_judgement(rr, r); });
+    std::erase_if(rr.results, [&](const Result& r) {
+      return !analysis::kept_for_judgement(rr, r) && !analysis::kept_for_expectations(opts_.expect, r);
+    });
   std::int64_t max_id = 0;
   for (const auto& rr : rounds_) max_id = std::max(max_id, rr.round.id);
   for (const auto& r : run.unattached) max_id = std::max(max_id, r.round_id);
@@ -238,6 +240,7 @@ ReportInput Campaign::report_input(const std::string& error) const {
   if (launch_end_) in.launch = LaunchRow{launch_end_->ok, launch_end_->state};
   in.launch_failed = launch_end_ && !launch_end_->ok && live_ranks().empty();
   in.rejected += rejected_;
+  in.expect = opts_.expect;
   return in;
 }
 

@@ -41,6 +41,8 @@ struct RunConfig {
   std::vector<std::string> sbatch_args;
   std::vector<std::string> hosts;  // --nodelist, expanded
   bool only_allocation = false;
+  std::string spec;      // --spec: a spec file, "none", or "" (match the shipped profiles)
+  std::string optional;  // --optional: checks a verdict does not need, on top of the spec's
 };
 
 // The settings kiln resume needs (not out, not quiet), as campaign.json keeps them.

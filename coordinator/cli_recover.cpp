@@ -43,7 +43,7 @@ std::string parse_recover_args(const std::vector<std::string>& args, const std::
     return e.what();
   }
   if (vm.count("help")) {
-    std::cout << desc << "\nExit codes: 0 all passed, 1 findings, 2 the campaign could not run (or is unfinished).\n";
+    std::cout << desc << "\nExit codes: 0 pass, 1 fail or incomplete, 2 the campaign could not run (or is unfinished).\n";
     a.help = true;
     return "";
   }
@@ -130,6 +130,8 @@ int cmd_resume(const std::vector<std::string>& args) {
     return fail("the campaign ran " + std::to_string(had) + " rank(s) but would now get " + std::to_string(o.ranks));
   o.run_id = run.campaign.value("run_id", dir.filename().string());
   o.out = dir;
+  o.expect = run.expect;  // judged as the campaign started: its spec copy, its --optional
+  if (run.campaign.contains("expectations")) o.spec["expectations"] = run.campaign.at("expectations");
   o.resume = &run;
   return run_campaign(c, o, slurm_plan, slurm_runner);
 }

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "common/auth.hpp"
 #include "common/checks.hpp"
@@ -15,6 +17,7 @@
 #include "common/hostlist.hpp"
 #include "common/net.hpp"
 #include "coordinator/cli.hpp"
+#include "coordinator/expectations.hpp"
 #include "coordinator/launcher.hpp"
 #include "coordinator/store.hpp"
 
@@ -92,7 +95,14 @@ po::options_description run_options(RunConfig& c) {
       ("slow-cutoff", po::value(&c.localize.rel_cutoff)->default_value(c.localize.rel_cutoff),
        "a group is slow below this fraction of the expected figure (peers' median or spec)")
       ("votes", po::value(&c.localize.votes)->default_value(c.localize.votes),
-       "independent slow observations needed before a node or link finding");
+       "independent slow observations needed before a node or link finding")
+      ("spec", po::value(&c.spec),
+       "spec file (docs/spec.md) the nodes are judged against: each node's class, the checks it requires "
+       "(not.tested when they did not run), its figures (spec.below) and versions; validated before anything "
+       "starts and kept as OUT/spec.toml. Without it, each node is matched to a shipped profile by its GPUs; "
+       "'none' judges against no expectations")
+      ("optional", po::value(&c.optional),
+       "comma-separated checks a verdict does not need, on top of the spec's optional lists");
   return desc;
 }
 
@@ -185,6 +195,26 @@ nlohmann::json localization_section(const coord::LocalizeOptions& lo, const coor
 }
 
 
+// Reads and validates --spec and --optional before anything is written or launched: each problem
+// of the spec is one FILE:LINE:COL line on stderr. Returns 0, or the exit code (2).
+int load_expectations(const RunConfig& c, coord::ExpectRequest& req, analysis::Expectations& out) {
+  req = {c.spec, "", c.optional, c.partition, c.tests};
+  if (!c.spec.empty() && c.spec != "none") {
+    std::ifstream in(c.spec, std::ios::binary);
+    std::stringstream text;
+    if (!in || !(text << in.rdbuf()) || fs::is_directory(c.spec)) return fail("--spec: cannot read " + c.spec);
+    req.spec_text = text.str();
+  }
+  std::vector<std::string> errors;
+  try {
+    out = coord::make_expectations(req, errors);
+  } catch (const std::invalid_argument& e) {
+    return fail(e.what());
+  }
+  for (const auto& e : errors) std::cerr << e << "\n";
+  return errors.empty() ? 0 : 2;
+}
+
 }  // namespace
 
 std::string check_run_config(RunConfig& c) {
@@ -247,7 +277,8 @@ void to_json(nlohmann::json& j, const RunConfig& c) {
                      {"votes", lo.votes}, {"rel_cutoff", lo.rel_cutoff}, {"mode", lo.mode}}},
        {"nodelist", c.nodelist}, {"partition", c.partition}, {"nodes", c.nodes}, {"nodes_given", c.nodes_given},
        {"ranks_per_node", c.ranks_per_node},
-       {"job_template", c.job_template}, {"sbatch_args", c.sbatch_args}, {"only_allocation", c.only_allocation}};
+       {"job_template", c.job_template}, {"sbatch_args", c.sbatch_args}, {"only_allocation", c.only_allocation},
+       {"spec", c.spec}, {"optional", c.optional}};
 }
 
 void from_json(const nlohmann::json& j, RunConfig& c) {
@@ -279,6 +310,8 @@ void from_json(const nlohmann::json& j, RunConfig& c) {
   c.job_template = j.value("job_template", d.job_template);
   c.sbatch_args = j.value("sbatch_args", d.sbatch_args);
   c.only_allocation = j.value("only_allocation", false);
+  c.spec = j.value("spec", d.spec);
+  c.optional = j.value("optional", d.optional);
 }
 
 std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::CommandRunner& runner,
@@ -349,16 +382,27 @@ int cmd_run(const std::vector<std::string>& args) {
     return fail(std::string(e.what()) + " (see kiln run --help)");
   }
   if (vm.count("help")) {
-    std::cout << desc << "\nExit codes: 0 all passed, 1 findings, 2 the campaign could not run.\n";
+    std::cout << desc
+              << "\nVerdicts and exit codes (docs/operator-guide.md):\n"
+                 "  pass        0  every required check ran and nothing was found\n"
+                 "  fail        1  a finding of severity error or critical (a figure below the spec, a bad GPU, ...)\n"
+                 "  incomplete  1  nothing failed, but a check the spec requires did not run on some node\n"
+                 "              (not.tested findings say which and why): the nodes are not shown to be fit\n"
+                 "  error       2  the campaign could not run (bad options or spec, launch failure, interrupted)\n";
     return 0;
   }
   c.ranks_given = !vm["ranks"].defaulted();
   c.nodes_given = vm.count("nodes") > 0;
   if (auto e = check_run_config(c); !e.empty()) return fail(e);
+  coord::ExpectRequest expect_req;
+  analysis::Expectations expect;
+  if (int rc = load_expectations(c, expect_req, expect); rc != 0) return rc;
   coord::CampaignOptions o;
   slurm::ProcessRunner slurm_runner;
   std::optional<coord::SlurmPlan> slurm_plan;
   if (auto e = campaign_options(c, o, slurm_runner, slurm_plan); !e.empty()) return fail(e);
+  o.expect = std::move(expect);
+  o.spec["expectations"] = coord::expectations_record(expect_req);
   o.run_id = make_run_id();
   o.out = c.out.empty() ? fs::path("kiln-runs") / o.run_id : fs::path(c.out);
   if (fs::exists(o.out / "results.jsonl") || fs::exists(o.out / "secret"))
@@ -366,6 +410,8 @@ int cmd_run(const std::vector<std::string>& args) {
                 o.out.string() + " continues it)");
   try {
     coord::create_run_dir(o.out);
+    if (o.expect.mode == analysis::ExpectMode::Spec)
+      coord::write_file_atomic(o.out / coord::kSpecFile, expect_req.spec_text);
   } catch (const std::exception& e) {
     return fail(e.what());
   }

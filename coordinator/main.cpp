@@ -37,8 +37,9 @@ commands:
   spec       check a spec file: what each class of node should have and do (docs/spec.md)
   version    print the version
 
-`kiln <command> --help` describes each command. Exit codes: 0 all passed, 1 findings,
-2 the campaign could not run (bad input, launcher or network failure).
+`kiln <command> --help` describes each command. Exit codes: 0 pass, 1 fail or incomplete
+(a check the spec requires did not run), 2 the campaign could not run (bad input, launcher or
+network failure).
 )";
 
 using cli::fail;

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "common/checks.hpp"
@@ -54,6 +55,9 @@ void to_json(json& j, const Report& r) {
        {"rejected_connections", r.rejected_connections},
        {"localization", r.localization}};
   if (!r.error.empty()) j["error"] = r.error;
+  json classes = json::object();
+  for (const auto& [host, cls] : r.expect_classes) classes[host] = cls;
+  j["expectations"] = {{"source", r.expect_source}, {"line", r.expect_line}, {"classes", classes}};
   if (r.launch) j["launch"] = {{"ok", r.launch->ok}, {"state", r.launch->state}};
 }
 
@@ -65,6 +69,7 @@ std::string render_summary(const Report& r, const std::string& results_path, con
      << " rank(s), " << r.rounds.size() << " round(s), " << r.results_total << " results in "
      << static_cast<int>(r.duration_s + 0.5) << " s\n";
   if (!r.error.empty()) os << "  error: " << printable(r.error, 1000) << "\n";
+  if (!r.expect_line.empty()) os << "  " << printable(r.expect_line, 600) << "\n";
   if (r.sessions > 1) os << "  resumed: " << r.sessions - 1 << " time(s)\n";
   if (r.results_not_judged > 0)
     os << "  not judged: " << r.results_not_judged << " result(s) of rounds cut short (run again) or of no round\n";
@@ -133,6 +138,35 @@ std::vector<Finding> plan_findings(const ReportInput& in, const std::vector<Roun
     }
   }
   return out;
+}
+
+// The findings of the expectations (docs/spec.md), less those the plan already has for the same
+// code and entity (gpu.health's own gpu.count, gpu.driver). Like plan_findings, never throws.
+void expectation_findings(const ReportInput& in, const std::vector<RoundRecord>& rounds, Report& rep, bool judge) {
+  std::vector<analysis::NodeSeen> nodes;
+  std::map<int, const RankSeen*> seen;
+  for (const auto& k : in.ranks) seen[k.rank] = &k;
+  for (const auto& n : rep.nodes) {
+    analysis::NodeSeen ns{n.host, n.ranks, {}, n.info};
+    for (int r : n.ranks)
+      if (seen.at(r)->lost) ns.lost.insert(r);
+    nodes.push_back(std::move(ns));
+  }
+  analysis::ExpectOutcome out;
+  try {
+    out = analysis::judge_expectations(in.expect, nodes, rounds);
+  } catch (const std::exception& e) {
+    if (judge) rep.findings.push_back(make_finding(Code::ResultInvalid, {"job", in.run_id}, std::string("the expectations could not be judged: ") + e.what()));
+    return;
+  }
+  rep.expect_source = out.source;
+  rep.expect_line = out.line;
+  rep.expect_classes = out.classes;
+  if (!judge) return;
+  std::set<std::pair<Code, std::string>> have;
+  for (const auto& f : rep.findings) have.insert({f.code, f.entity.kind + "\n" + f.entity.id});
+  for (auto& f : out.findings)
+    if (f.code == Code::NotTested || !have.count({f.code, f.entity.kind + "\n" + f.entity.id})) rep.findings.push_back(std::move(f));
 }
 
 // Totals from each round's counts (not its records: a live campaign keeps only those judgement
@@ -229,10 +263,19 @@ Report build_report(const ReportInput& in, const std::vector<RoundRecord>& round
       rep.findings.push_back(make_finding(Code::ResultInvalid, {"job", in.run_id}, std::string("fleet comparison: ") + e.what()));
     }
   }
-  rep.verdict = !in.error.empty() ? "error" : rep.findings.empty() && !in.launch_failed ? "pass" : "fail";
+  expectation_findings(in, rounds, rep, in.error.empty());
+  if (!in.error.empty())
+    rep.verdict = "error";
+  else if (in.launch_failed)
+    rep.verdict = "fail";  // the job failed with nobody left: not a pass, nor merely incomplete
+  else
+    rep.verdict = analysis::verdict_of(rep.findings);
   return rep;
 }
 
-int exit_code(const Report& r) { return r.verdict == "pass" ? 0 : r.verdict == "fail" ? 1 : 2; }
+int exit_code(const Report& r) {
+  if (r.verdict == "pass") return 0;
+  return r.verdict == "fail" || r.verdict == "incomplete" ? 1 : 2;
+}
 
 }  // namespace kiln::coord

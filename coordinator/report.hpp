@@ -13,6 +13,7 @@
 #include "common/protocol.hpp"
 #include "common/types.hpp"
 #include "coordinator/analysis/fleet.hpp"
+#include "coordinator/analysis/expect.hpp"
 #include "coordinator/analysis/judge.hpp"
 
 namespace kiln::coord {
@@ -51,7 +52,7 @@ struct LaunchRow {
 
 struct Report {
   std::string run_id;
-  std::string verdict;  // pass | fail | error
+  std::string verdict;  // pass | fail | incomplete | error
   std::string error;    // why the campaign could not run (verdict error)
   std::string launcher;
   double started = 0, duration_s = 0;
@@ -71,6 +72,10 @@ struct Report {
   std::uint64_t rejected_connections = 0;
   nlohmann::json localization;  // the planner's story (null when localization did not run)
   std::optional<LaunchRow> launch;
+  // What the figures were judged against: source spec | profile | none | off, the operator's
+  // line, and each node's class ("spec:class").
+  std::string expect_source, expect_line;
+  std::vector<std::pair<std::string, std::string>> expect_classes;
 };
 
 void to_json(nlohmann::json& j, const Report& r);
@@ -114,13 +119,14 @@ struct ReportInput {
   bool launch_failed = false;  // the job failed with nobody left: not a pass even without findings
   std::uint64_t rejected = 0;
   analysis::Fleet fleet;  // every node and GPU's figures and settings, to compare them
+  analysis::Expectations expect;  // what the nodes are judged against (docs/spec.md)
 };
 
 // Builds the report from the campaign's rounds (in id order, each with its counts and the records
 // judgement reads). Never throws on what the records hold: a value that cannot be judged becomes
 // a result.invalid finding.
 Report build_report(const ReportInput& in, const std::vector<analysis::RoundRecord>& rounds);
-// 0 pass, 1 findings, 2 error.
+// 0 pass, 1 fail or incomplete, 2 error.
 int exit_code(const Report& r);
 
 // The operator's summary: verdict, one line per rank, the findings with their next steps.

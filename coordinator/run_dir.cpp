@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "common/findings.hpp"
+#include "coordinator/expectations.hpp"
 
 namespace kiln::coord {
 
@@ -146,6 +147,7 @@ LoadedRun load_run(const fs::path& dir) {
     throw std::runtime_error("cannot read the run in " + dir.string() + ": " + e.what());
   }
   for (const auto& k : run.seen) run.fates.push_back({k.rank, k.host, k.joined, k.lost, k.lost_reason});
+  run.expect = recorded_expectations(dir, run.campaign);
   attach_records(dir / "results.jsonl", run);
   return run;
 }
@@ -167,6 +169,7 @@ ReportInput report_input(const LoadedRun& run) {
   }
   in.unattached = run.unattached;
   in.unreadable_lines = run.bad_lines;
+  in.expect = run.expect;
   in.started = run.journal && run.journal->first_ts > 0 ? run.journal->first_ts : r.value("started", 0.0);
   in.sessions = run.journal ? std::max(1, run.journal->sessions) : r.value("sessions", 1);
   in.rejected = r.value("rejected_connections", std::uint64_t{0});

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/analysis/expect.hpp"
 #include "coordinator/analysis/judge.hpp"
 #include "coordinator/journal.hpp"
 #include "coordinator/report.hpp"
@@ -36,6 +37,7 @@ struct LoadedRun {
   std::vector<BadLine> bad;                   // the first of them, for the finding
   bool torn_tail = false;                     // the last line had no newline (never acknowledged)
   analysis::Fleet fleet;                      // plan rounds' figures and inventories
+  analysis::Expectations expect;              // what campaign.json says it was judged against
 };
 
 // Throws std::runtime_error naming the directory when it holds neither report.json nor

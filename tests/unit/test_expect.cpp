@@ -1,0 +1,389 @@
+// Judgement against a spec (coordinator/analysis/expect.cpp, and how report.cpp uses it): figures below and above their
+// tolerance, lower-is-better metrics, intra- vs inter-node groups and message sizes; not.tested
+// from a SKIP and from a check that never ran; the verdict's precedence and exit codes; the line
+// that says what the figures were judged against.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "common/findings.hpp"
+#include "coordinator/analysis/expect.hpp"
+#include "coordinator/expectations.hpp"
+#include "coordinator/report.hpp"
+
+using namespace kiln;
+using analysis::ExpectMode;
+using analysis::Expectations;
+using analysis::NodeSeen;
+using analysis::RoundRecord;
+
+namespace {
+
+const char* kSpec = R"(
+[[class]]
+name = "gpu"
+hosts = "n[1-3]"
+[class.hardware]
+gpu_model = "H200"
+[class.figures."gpu.burn"]
+tflops = { value = 600, tolerance = 0.10, source = "burn on n1" }
+[class.figures."mpi.all_reduce".intra.busbw]
+"1MiB" = { value = 10, tolerance = 0.10, source = "intra figure" }
+[class.figures."mpi.all_reduce".inter.busbw]
+"1MiB" = { value = 5, tolerance = 0.20, ranks = 2, source = "inter figure" }
+[class.figures."net.pair_bw".inter]
+latency = { value = 10, tolerance = 0.50, source = "latency figure" }
+)";
+
+Expectations expect(const std::string& text = kSpec) {
+  auto parsed = spec::parse_spec(text, "t.toml");
+  INFO((parsed.errors.empty() ? std::string() : parsed.errors.front()));
+  REQUIRE(parsed.spec);
+  Expectations e;
+  e.mode = ExpectMode::Spec;
+  e.label = "t.toml";
+  e.specs.push_back(std::move(*parsed.spec));
+  e.planned = {"gpu.health", "gpu.burn", "mpi.all_reduce", "net.pair_bw"};
+  return e;
+}
+
+NodeSeen node(const std::string& host, std::vector<int> ranks) {
+  NodeSeen n;
+  n.host = host;
+  n.ranks = std::move(ranks);
+  n.info.host = host;
+  return n;
+}
+
+// n1: ranks 0 and 1; n2: rank 2; n3: rank 3.
+std::vector<NodeSeen> nodes() { return {node("n1", {0, 1}), node("n2", {2}), node("n3", {3})}; }
+
+RoundRecord round(std::int64_t id, const std::string& test, std::vector<std::vector<int>> groups = {}) {
+  RoundRecord rr;
+  rr.round.id = id;
+  rr.round.tests = {{test, nlohmann::json::object()}};
+  rr.round.groups = std::move(groups);
+  return rr;
+}
+
+Result result(const std::string& test, const std::string& host, int rank, const std::string& metric, double value,
+              Entity ent = {}, std::optional<std::int64_t> size = std::nullopt, int group = -1) {
+  Result r;
+  r.test = test;
+  r.host = host;
+  r.rank = rank;
+  r.metric = metric;
+  r.value = value;
+  r.entity = ent.kind.empty() ? Entity{"rank", std::to_string(rank)} : ent;
+  r.size_bytes = size;
+  r.group_id = group;
+  return r;
+}
+
+CheckEnd end(const std::string& test, const std::string& host, int rank, Status s, const std::string& reason = "") {
+  CheckEnd e;
+  e.test = test;
+  e.host = host;
+  e.rank = rank;
+  e.status = s;
+  e.reason = reason;
+  return e;
+}
+
+// The plan's ends for every rank, so that only the test's own subject is missing.
+RoundRecord ran_everywhere(std::int64_t id, const std::string& test) {
+  auto rr = round(id, test, {{0, 1, 2, 3}});
+  for (auto [host, rank] : {std::pair{"n1", 0}, std::pair{"n1", 1}, std::pair{"n2", 2}, std::pair{"n3", 3}})
+    rr.ends.push_back(end(test, host, rank, Status::Pass));
+  return rr;
+}
+
+std::vector<RoundRecord> all_ran() {
+  std::vector<RoundRecord> rs;
+  std::int64_t id = 1;
+  for (const char* t : {"gpu.health", "gpu.burn", "mpi.all_reduce", "net.pair_bw"}) rs.push_back(ran_everywhere(id++, t));
+  return rs;
+}
+
+std::vector<Finding> with_code(const std::vector<Finding>& fs, Code c) {
+  std::vector<Finding> out;
+  for (const auto& f : fs)
+    if (f.code == c) out.push_back(f);
+  return out;
+}
+
+std::int64_t MiB(int n) { return static_cast<std::int64_t>(n) << 20; }
+
+}  // namespace
+
+TEST_CASE("a per-GPU figure below its tolerance is spec.below, at the limit it is not") {
+  auto rounds = all_ran();
+  rounds[1].results = {result("gpu.burn", "n1", 0, "tflops", 541, {"gpu", "n1/gpu0"}),
+                       result("gpu.burn", "n1", 0, "tflops", 530, {"gpu", "n1/gpu1"}),
+                       result("gpu.burn", "n2", 2, "tflops", 700, {"gpu", "n2/gpu0"})};
+  const auto out = analysis::judge_expectations(expect(), nodes(), rounds);
+  const auto below = with_code(out.findings, Code::SpecBelow);
+  REQUIRE(below.size() == 1);
+  CHECK(below[0].entity == Entity{"gpu", "n1/gpu1"});
+  CHECK(below[0].severity == Severity::Error);
+  CHECK_THAT(below[0].summary, Catch::Contains("measured 530 TFLOP/s, expected 600 TFLOP/s") &&
+                                   Catch::Contains("at least 540 TFLOP/s with tolerance 10%") &&
+                                   Catch::Contains("burn on n1"));
+  const auto& ev = below[0].evidence.at(0);
+  CHECK(ev["check"] == "gpu.burn");
+  CHECK(ev["metric"] == "tflops");
+  CHECK(ev["measured"] == 530.0);
+  CHECK(ev["expected"] == 600.0);
+  CHECK(ev["limit"].get<double>() == Approx(540));
+  CHECK(ev["tolerance"] == 0.10);
+  CHECK(ev["source"] == "burn on n1");
+  CHECK(ev["size"].is_null());
+}
+
+TEST_CASE("the worst measurement of an entity is the one judged") {
+  auto rounds = all_ran();
+  rounds[1].results = {result("gpu.burn", "n1", 0, "tflops", 650, {"gpu", "n1/gpu0"}),
+                       result("gpu.burn", "n1", 0, "tflops", 500, {"gpu", "n1/gpu0"})};
+  const auto below = with_code(analysis::judge_expectations(expect(), nodes(), rounds).findings, Code::SpecBelow);
+  REQUIRE(below.size() == 1);
+  CHECK(below[0].evidence[0]["measured"] == 500.0);
+}
+
+TEST_CASE("a lower-is-better figure fails above value * (1 + tolerance)") {
+  auto rounds = all_ran();
+  rounds[3].round.groups = {{0, 2}, {1, 3}};
+  rounds[3].results = {result("net.pair_bw", "n1", 0, "latency", 14.9, {}, std::nullopt, 0),
+                       result("net.pair_bw", "n1", 1, "latency", 16, {}, std::nullopt, 1)};
+  const auto below = with_code(analysis::judge_expectations(expect(), nodes(), rounds).findings, Code::SpecBelow);
+  REQUIRE(below.size() == 1);
+  CHECK(below[0].entity == Entity{"group", "n[1,3]"});
+  CHECK_THAT(below[0].summary, Catch::Contains("measured 16 us, expected 10 us (at most 15 us"));
+}
+
+TEST_CASE("a group inside one node is judged by the intra figure, one spanning nodes by the inter figure") {
+  auto rounds = all_ran();
+  auto& rr = rounds[2];
+  rr.round.groups = {{0, 1}, {2, 3}};  // n1 alone; n2 with n3
+  rr.results = {result("mpi.all_reduce", "n1", 0, "busbw", 8.5, {}, MiB(1), 0),   // intra limit 9
+                result("mpi.all_reduce", "n1", 1, "busbw", 9.5, {}, MiB(1), 0),
+                result("mpi.all_reduce", "n2", 2, "busbw", 4.5, {}, MiB(1), 1),   // inter limit 4
+                result("mpi.all_reduce", "n3", 3, "busbw", 4.1, {}, MiB(1), 1)};
+  auto below = with_code(analysis::judge_expectations(expect(), nodes(), rounds).findings, Code::SpecBelow);
+  REQUIRE(below.size() == 1);
+  CHECK(below[0].entity == Entity{"node", "n1"});
+  CHECK(below[0].evidence[0]["scope"] == "intra");
+  CHECK(below[0].evidence[0]["measured"] == 8.5);
+  CHECK(below[0].evidence[0]["size"] == MiB(1));
+  CHECK_THAT(below[0].summary, Catch::Contains("mpi.all_reduce busbw at 1 MiB (intra, 2 ranks)"));
+
+  rr.results.push_back(result("mpi.all_reduce", "n3", 3, "busbw", 3.9, {}, MiB(1), 1));
+  below = with_code(analysis::judge_expectations(expect(), nodes(), rounds).findings, Code::SpecBelow);
+  REQUIRE(below.size() == 2);
+  const auto& inter = below[0].entity.kind == "group" ? below[0] : below[1];
+  CHECK(inter.entity == Entity{"group", "n[2-3]"});
+  CHECK(inter.evidence[0]["scope"] == "inter");
+  CHECK(inter.evidence[0]["expected"] == 5.0);
+  CHECK(inter.evidence[0]["measured"] == 3.9);
+}
+
+TEST_CASE("only the figure's message size and group size are compared") {
+  auto rounds = all_ran();
+  auto& rr = rounds[2];
+  rr.round.groups = {{0, 2, 3}};  // three ranks across nodes: the inter figure is for 2 ranks
+  rr.results = {result("mpi.all_reduce", "n1", 0, "busbw", 0.1, {}, MiB(1), 0)};
+  CHECK(with_code(analysis::judge_expectations(expect(), nodes(), rounds).findings, Code::SpecBelow).empty());
+  rr.round.groups = {{0, 1}};
+  rr.results = {result("mpi.all_reduce", "n1", 0, "busbw", 0.1, {}, MiB(2), 0),  // no figure at 2 MiB
+                result("mpi.all_reduce", "n1", 0, "busbw", 0.1, {}, MiB(1) - 1, 0)};
+  CHECK(with_code(analysis::judge_expectations(expect(), nodes(), rounds).findings, Code::SpecBelow).empty());
+}
+
+TEST_CASE("a required check that skipped on a node is not.tested there, with the SKIP reason") {
+  auto rounds = all_ran();
+  rounds[0].ends = {end("gpu.health", "n1", 0, Status::Skip, "no GPU visible (NVML: not found)"),
+                    end("gpu.health", "n2", 2, Status::Pass), end("gpu.health", "n3", 3, Status::Fail)};
+  const auto out = analysis::judge_expectations(expect(), nodes(), rounds);
+  const auto nt = with_code(out.findings, Code::NotTested);
+  REQUIRE(nt.size() == 1);
+  CHECK(nt[0].entity == Entity{"node", "n1"});
+  CHECK(nt[0].severity == Severity::Warning);
+  CHECK(nt[0].evidence[0]["check"] == "gpu.health");
+  CHECK(nt[0].evidence[0]["reason"] == "skipped: no GPU visible (NVML: not found)");
+  CHECK_THAT(nt[0].summary, Catch::Contains("gpu.health was not tested on n1 (class gpu): skipped: no GPU visible"));
+}
+
+TEST_CASE("a required check that never ran is not.tested, saying why") {
+  auto e = expect();
+  auto rounds = all_ran();
+  SECTION("not in the plan") {
+    rounds.erase(rounds.begin() + 1);
+    e.planned = {"gpu.health", "mpi.all_reduce", "net.pair_bw"};
+    const auto nt = with_code(analysis::judge_expectations(e, nodes(), rounds).findings, Code::NotTested);
+    REQUIRE(nt.size() == 3);  // one per node
+    for (const auto& f : nt) CHECK(f.evidence[0]["reason"] == "never ran: not in the plan (kiln run --tests)");
+  }
+  SECTION("the campaign ended before it") {
+    rounds.erase(rounds.begin() + 1);
+    const auto nt = with_code(analysis::judge_expectations(e, nodes(), rounds).findings, Code::NotTested);
+    REQUIRE(nt.size() == 3);
+    CHECK(nt[0].evidence[0]["reason"] == "never ran: the campaign ended before its round");
+  }
+  SECTION("the node's ranks were lost before it") {
+    auto ns = nodes();
+    ns[1].lost = {2};
+    rounds[1].ends.erase(rounds[1].ends.begin() + 2);  // n2's rank 2
+    const auto nt = with_code(analysis::judge_expectations(e, ns, rounds).findings, Code::NotTested);
+    REQUIRE(nt.size() == 1);
+    CHECK(nt[0].entity == Entity{"node", "n2"});
+    CHECK(nt[0].evidence[0]["reason"] == "never ran: the node's ranks were lost before it");
+  }
+  SECTION("its round was cut short") {
+    rounds[1].finished = false;
+    const auto nt = with_code(analysis::judge_expectations(e, nodes(), rounds).findings, Code::NotTested);
+    REQUIRE(nt.size() == 3);
+    CHECK(nt[0].evidence[0]["reason"] == "never ran: its round was cut short");
+  }
+  SECTION("--optional drops the requirement") {
+    rounds.erase(rounds.begin() + 1);
+    e.optional = {"gpu.burn"};
+    CHECK(with_code(analysis::judge_expectations(e, nodes(), rounds).findings, Code::NotTested).empty());
+  }
+}
+
+TEST_CASE("a check that ended in error is a finding already, not also not.tested") {
+  auto rounds = all_ran();
+  rounds[1].ends[0] = end("gpu.burn", "n1", 0, Status::Error, "cuBLAS failed");
+  CHECK(with_code(analysis::judge_expectations(expect(), nodes(), rounds).findings, Code::NotTested).empty());
+}
+
+TEST_CASE("a node outside every class is not judged") {
+  auto ns = nodes();
+  ns.push_back(node("login1", {4}));
+  const auto out = analysis::judge_expectations(expect(), ns, {});
+  for (const auto& f : out.findings) CHECK(f.entity.id != "login1");
+  CHECK(out.line == "judged against spec t.toml: class gpu (3 nodes); 1 node in no class, compared only with each other");
+}
+
+TEST_CASE("GPU count, model and software versions against the class") {
+  const auto e = expect(R"(
+[[class]]
+name = "gpu"
+hosts = "n1"
+optional = ["gpu.health", "host.inventory"]
+[class.hardware]
+gpu_model = "H200"
+gpus_per_node = 8
+[class.software]
+mpi = { min = "4.1" }
+nccl = "2.21"
+)");
+  NodeSeen n = node("n1", {0});
+  n.info.gpu_count = 2;
+  n.info.gpu_models = {"NVIDIA H200", "NVIDIA H100 80GB HBM3"};
+  n.info.mpi_version = "Open MPI v4.0.3, package: Debian";
+  n.info.nccl_version = "2.21.5";
+  const auto out = analysis::judge_expectations(e, {n}, {});
+  const auto count = with_code(out.findings, Code::GpuCount);
+  REQUIRE(count.size() == 1);
+  CHECK_THAT(count[0].summary, Catch::Contains("n1 has 2 GPU(s) usable through CUDA, class gpu expects 8"));
+  const auto model = with_code(out.findings, Code::GpuModel);
+  REQUIRE(model.size() == 1);
+  CHECK(model[0].entity == Entity{"gpu", "n1/gpu1"});
+  const auto sw = with_code(out.findings, Code::SoftwareVersion);
+  REQUIRE(sw.size() == 1);
+  CHECK(sw[0].summary == "n1 runs mpi 4.0.3, class gpu expects >= 4.1");
+  CHECK(with_code(out.findings, Code::NotTested).empty());
+
+  n.info.mpi_version.clear();  // unknown: not shown to be right
+  const auto nt = with_code(analysis::judge_expectations(e, {n}, {}).findings, Code::NotTested);
+  REQUIRE(nt.size() == 1);
+  CHECK(nt[0].evidence[0]["requirement"] == "mpi");
+}
+
+TEST_CASE("verdict precedence: fail over incomplete over pass") {
+  const Entity n{"node", "n1"};
+  const auto nt = make_finding(Code::NotTested, n, "x");
+  const auto warn = make_finding(Code::GpuThrottle, {"gpu", "n1/gpu0"}, "x");
+  const auto below = make_finding(Code::SpecBelow, n, "x");
+  CHECK(analysis::verdict_of({}) == "pass");
+  CHECK(analysis::verdict_of({nt}) == "incomplete");
+  CHECK(analysis::verdict_of({nt, warn}) == "incomplete");
+  CHECK(analysis::verdict_of({nt, below}) == "fail");
+  CHECK(analysis::verdict_of({warn}) == "fail");  // as before: any finding fails a run with nothing untested
+  CHECK(analysis::verdict_of({make_finding(Code::GpuCount, n, "x")}) == "fail");
+}
+
+TEST_CASE("exit codes: pass 0, fail and incomplete 1, error 2") {
+  coord::Report r;
+  for (auto [verdict, code] : {std::pair{"pass", 0}, std::pair{"fail", 1}, std::pair{"incomplete", 1},
+                               std::pair{"error", 2}}) {
+    r.verdict = verdict;
+    CHECK(coord::exit_code(r) == code);
+  }
+}
+
+TEST_CASE("build_report: untested GPU checks make the verdict incomplete and say what they were judged against") {
+  coord::ReportInput in;
+  in.run_id = "r";
+  in.expected_ranks = 1;
+  coord::RankSeen k;
+  k.rank = 0;
+  k.host = "n1";
+  k.joined = true;
+  k.info.host = "n1";
+  in.ranks = {k};
+  in.expect = expect();
+  auto rr = round(1, "gpu.health", {{0}});
+  rr.ends = {end("gpu.health", "n1", 0, Status::Skip, "no GPU visible")};
+  const auto rep = coord::build_report(in, {rr});
+  CHECK(rep.verdict == "incomplete");
+  CHECK(coord::exit_code(rep) == 1);
+  CHECK(with_code(rep.findings, Code::NotTested).size() == 4);  // health skipped; burn, all_reduce, pair_bw never ran
+  CHECK(rep.expect_line == "judged against spec t.toml: class gpu (1 node)");
+  const auto summary = coord::render_summary(rep, "results", "report");
+  CHECK_THAT(summary, Catch::Contains("kiln run r: INCOMPLETE") && Catch::Contains("  judged against spec t.toml"));
+  CHECK(nlohmann::json(rep)["expectations"]["classes"]["n1"] == "t.toml:gpu");
+}
+
+TEST_CASE("the line says which profile a node matched, or that nothing was judged") {
+  Expectations e;
+  e.mode = ExpectMode::Profiles;
+  e.specs = coord::shipped_profiles();
+  NodeSeen n = node("g1", {0});
+  n.info.gpu_count = 8;
+  n.info.gpu_models.assign(8, "NVIDIA H200");
+  auto out = analysis::judge_expectations(e, {n}, {});
+  CHECK(out.line == "judged against profile hgx-h200-8gpu (detected: 8 x NVIDIA H200)");
+  CHECK(out.source == "profile");
+  n.info.gpu_count = 0;
+  n.info.gpu_models.clear();
+  out = analysis::judge_expectations(e, {n}, {});
+  CHECK(out.line ==
+        "no spec and no matching profile: nothing was judged against expectations; figures were compared only with each other");
+  CHECK(out.source == "none");
+  CHECK(out.findings.empty());
+  e.mode = ExpectMode::Off;
+  e.label = "--spec none";
+  CHECK_THAT(analysis::judge_expectations(e, {n}, {}).line, Catch::StartsWith("--spec none: nothing was judged"));
+}
+
+TEST_CASE("every profile in profiles/ is embedded and parses") {
+  std::size_t files = 0;
+  for (const auto& f : std::filesystem::directory_iterator(KILN_PROFILES_DIR)) files += f.path().extension() == ".toml";
+  const auto profiles = coord::shipped_profiles();
+  CHECK(profiles.size() == files);
+  CHECK(files >= 2);
+}
+
+TEST_CASE("--optional takes known checks only") {
+  CHECK(coord::parse_optional("gpu.burn,gpu.copy_bw") == std::set<std::string>{"gpu.burn", "gpu.copy_bw"});
+  CHECK_THROWS_WITH(coord::parse_optional("gpu.brun"), Catch::Contains("--optional: unknown check 'gpu.brun'"));
+}
+
+TEST_CASE("a live campaign keeps the results a figure reads") {
+  const auto e = expect();
+  CHECK(analysis::kept_for_expectations(e, result("gpu.burn", "n1", 0, "tflops", 1)));
+  CHECK(analysis::kept_for_expectations(e, result("gpu.health", "n1", 0, "driver", 1)));
+  CHECK_FALSE(analysis::kept_for_expectations(e, result("gpu.burn", "n1", 0, "temperature", 1)));
+  CHECK_FALSE(analysis::kept_for_expectations(Expectations{}, result("gpu.burn", "n1", 0, "tflops", 1)));
+}
