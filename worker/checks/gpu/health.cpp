@@ -232,6 +232,13 @@ Result gpu_health(const Context& ctx, const nvml::Lib& lib, int i, const std::st
   return r;
 }
 
+// Why the check has nothing to measure: neither NVML nor CUDA sees a GPU.
+std::string no_gpu_reason(const NodeInfo& info, const NodeGpus& node) {
+  const std::string why = node.lib ? "NVML sees no GPU" : node.nvml_why;
+  const auto cuda = cuda_skip_reason(info).value_or("");
+  return "no GPU visible (" + why + (cuda.empty() ? "" : "; " + cuda) + ")";
+}
+
 #if KILN_HAVE_CUDA
 // Every CUDA-visible GPU must also take a context and an allocation: a GPU that NVML still
 // lists but CUDA cannot use is as lost as one that vanished.
@@ -255,15 +262,9 @@ class GpuHealth final : public GpuCheck {
  public:
   std::string key() const override { return kKey; }
 
-  std::optional<std::string> applicable(const NodeInfo& node) const override {
-    std::string why;
-    auto lib = nvml::shared(&why);
-    if (lib && lib->count() > 0) return std::nullopt;
-    if (node.gpu_count > 0) return std::nullopt;  // CUDA sees GPUs: report NVML's absence
-    if (lib) why = "NVML sees no GPU";
-    const auto cuda = cuda_skip_reason(node).value_or("");
-    return "no GPU visible (" + why + (cuda.empty() ? "" : "; " + cuda) + ")";
-  }
+  // Measured even where no GPU is visible: a node the plan expects GPUs on (expected_gpus > 0)
+  // then FAILs with gpu.count instead of skipping, so untested hardware never passes.
+  std::optional<std::string> applicable(const NodeInfo&) const override { return std::nullopt; }
 
  protected:
   bool needs_cuda() const override { return false; }
@@ -274,6 +275,13 @@ class GpuHealth final : public GpuCheck {
 #if KILN_HAVE_CUDA
     cuda_count = static_cast<int>(node.list.size());
 #endif
+    if (cuda_count == 0 && nvml_count <= 0) {
+      if (ctx.param("expected_gpus", -1) > 0)
+        sink.emit(gpu_count(ctx, node.host, cuda_count, nvml_count));
+      else
+        sink.emit(make_result(kKey, node_entity(node.host), "health", 0, "", Status::Skip, no_gpu_reason(ctx.node, node)));
+      return;
+    }
     json xid_note;
     if (node.lib) {
       std::string xwhy;
