@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Where no GPU or RDMA device is visible, the GPU, NCCL and RDMA tests run through a whole
 # campaign and report SKIP with a reason, never PASS, and the campaign completes.
+#
+# Since issue 12 a verdict means what an operator thinks: this run has no spec and no shipped
+# profile matches a node without GPUs, so nothing was judged against expectations. Its verdict
+# stays pass (exit 0: no finding among the peers), and the report and the summary must now say
+# that nothing was judged, so the pass is not read as "the GPUs are fine". With a spec that
+# requires GPUs the same campaign is incomplete, exit 1 (test_judge_spec.sh).
 source "$(dirname "$0")/lib.sh"
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   echo "SKIP: this machine has a GPU; the SKIP path is for machines without one"
@@ -24,6 +30,9 @@ for t in tests:
     assert not [r for r in rows if r["test"] == t and r["status"] == "pass"], f"{t}: a PASS without hardware"
 rep = json.load(open(out + "/report.json"))
 assert rep["verdict"] == "pass" and rep["findings"] == []
+assert rep["expectations"]["source"] == "none", rep["expectations"]
 assert all(set(rep["checks"][t]) == {"skip"} for t in tests), rep["checks"]
 PY
+grep -q "no spec and no matching profile: nothing was judged against expectations" "$TMP/summary.txt" \
+  && pass "the summary says nothing was judged against expectations" || bad "summary lacks the expectations line"
 finish

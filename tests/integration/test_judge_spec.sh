@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# kiln run --spec on a machine without GPUs (docs/spec.md, issue 12): a spec that requires GPUs
+# makes the verdict incomplete (exit 1) with one not.tested finding per node and GPU check; a spec
+# expecting far more all-reduce busbw than this machine does fails with spec.below stating the
+# measured and expected values (a uniformly slow fabric no longer passes); kiln report rebuilds the
+# same findings from the run directory; without a spec the summary says nothing was judged against
+# expectations and the exit code is unchanged; a bad spec stops kiln run before anything starts.
+source "$(dirname "$0")/lib.sh"
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  echo "SKIP: this machine has a GPU; these cases are for machines without one"
+  exit 77
+fi
+HOST=$(hostname -s)
+
+# (a) A class that requires GPUs (gpu_model: gpu.health; a gpu.burn figure), selected by host name.
+cat > "$TMP/gpu.toml" <<TOML
+[[class]]
+name = "gpu"
+hosts = "$HOST"
+[class.hardware]
+gpu_model = "H200"
+[class.figures."gpu.burn"]
+tflops = { value = 680, tolerance = 0.10, source = "test figure" }
+TOML
+OUT="$TMP/a"
+"$KILN" run --launcher local --ranks 2 --out "$OUT" --quiet --tests host.inventory,gpu.health,gpu.burn \
+  --spec "$TMP/gpu.toml" > "$TMP/a.txt" 2>&1
+rc=$?
+[ $rc -eq 1 ] && pass "(a) GPU spec without GPUs: exit 1" || { bad "(a) exit $rc"; cat "$TMP/a.txt"; }
+python3 - "$OUT" <<'PY' && pass "(a) verdict incomplete, one not.tested per node for gpu.health and gpu.burn, with the SKIP reason" || bad "(a) report content"
+import json, sys
+rep = json.load(open(sys.argv[1] + "/report.json"))
+assert rep["verdict"] == "incomplete", rep["verdict"]
+nt = [f for f in rep["findings"] if f["code"] == "not.tested"]
+assert len(rep["findings"]) == len(nt), [f["code"] for f in rep["findings"]]
+nodes = [n["host"] for n in rep["nodes"]]
+assert len(nodes) == 1, nodes
+got = sorted((f["entity"]["id"], f["evidence"][0]["check"]) for f in nt)
+assert got == sorted((n, c) for n in nodes for c in ("gpu.burn", "gpu.health")), got
+for f in nt:
+    assert f["evidence"][0]["reason"].startswith("skipped: "), f["evidence"][0]
+    assert "no GPU" in f["summary"] or "CUDA" in f["summary"], f["summary"]
+assert rep["expectations"]["source"] == "spec", rep["expectations"]
+PY
+grep -q "kiln run .*: INCOMPLETE" "$TMP/a.txt" && grep -q "judged against spec $TMP/gpu.toml: class gpu (1 node)" "$TMP/a.txt" \
+  && pass "(a) summary: INCOMPLETE, judged against the spec" || { bad "(a) summary"; cat "$TMP/a.txt"; }
+
+# (a') The same class with gpus_per_node: gpu.health told to expect GPUs FAILs with gpu.count
+# instead of skipping, and the verdict is fail.
+sed 's/^gpu_model = "H200"$/gpu_model = "H200"\ngpus_per_node = 8/' "$TMP/gpu.toml" > "$TMP/gpu8.toml"
+OUT="$TMP/a2"
+"$KILN" run --launcher local --ranks 2 --out "$OUT" --quiet --tests gpu.health --spec "$TMP/gpu8.toml" \
+  --optional gpu.burn --params '{"gpu.health":{"expected_gpus":8}}' > "$TMP/a2.txt" 2>&1
+rc=$?
+[ $rc -eq 1 ] && pass "(a') 8 GPUs expected, none visible: exit 1" || { bad "(a') exit $rc"; cat "$TMP/a2.txt"; }
+python3 - "$OUT" <<'PY' && pass "(a') verdict fail, gpu.health FAIL, one gpu.count finding" || bad "(a') report content"
+import json, sys
+rep = json.load(open(sys.argv[1] + "/report.json"))
+assert rep["verdict"] == "fail", rep["verdict"]
+assert rep["checks"]["gpu.health"] == {"fail": 1}, rep["checks"]
+codes = sorted(f["code"] for f in rep["findings"])
+assert codes == ["gpu.count"], codes
+assert "spec expects 8" in rep["findings"][0]["summary"], rep["findings"][0]["summary"]
+PY
+
+# (b) No spec: nothing matches this machine's (absent) GPUs; the run says so and still passes.
+OUT="$TMP/b"
+"$KILN" run --launcher local --ranks 2 --out "$OUT" --quiet --tests host.inventory > "$TMP/b.txt" 2>&1
+rc=$?
+[ $rc -eq 0 ] && pass "(b) no spec: exit 0 as before" || { bad "(b) exit $rc"; cat "$TMP/b.txt"; }
+grep -q "no spec and no matching profile: nothing was judged against expectations" "$TMP/b.txt" \
+  && pass "(b) summary says nothing was judged against expectations" || { bad "(b) summary"; cat "$TMP/b.txt"; }
+"$KILN" run --launcher local --ranks 2 --out "$TMP/b2" --quiet --tests host.inventory --spec none > "$TMP/b2.txt" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -q "^  --spec none: nothing was judged against expectations" "$TMP/b2.txt" \
+  && pass "(b) --spec none: exit 0, detection off is said" || { bad "(b) --spec none: exit $rc"; cat "$TMP/b2.txt"; }
+
+# (c) A spec expecting 1000 GB/s of all-reduce busbw at 1 MiB inside the node.
+cat > "$TMP/slow.toml" <<TOML
+[[class]]
+name = "cpu"
+hosts = "$HOST"
+[class.figures."mpi.all_reduce".intra.busbw]
+"1MiB" = { value = 1000, tolerance = 0.10, source = "a figure no CPU machine reaches" }
+TOML
+OUT="$TMP/c"
+"$KILN" run --launcher local --ranks 2 --out "$OUT" --quiet --tests mpi.all_reduce --spec "$TMP/slow.toml" \
+  --params '{"mpi.all_reduce":{"max_bytes":1048576}}' > "$TMP/c.txt" 2>&1
+rc=$?
+[ $rc -eq 1 ] && pass "(c) busbw far below the spec: exit 1" || { bad "(c) exit $rc"; cat "$TMP/c.txt"; }
+python3 - "$OUT" <<'PY' && pass "(c) one spec.below finding with measured and expected values" || bad "(c) report content"
+import json, os, stat, sys
+out = sys.argv[1]
+rep = json.load(open(out + "/report.json"))
+assert rep["verdict"] == "fail", rep["verdict"]
+below = [f for f in rep["findings"] if f["code"] == "spec.below"]
+assert len(below) == 1 and len(rep["findings"]) == 1, rep["findings"]
+f = below[0]
+ev = f["evidence"][0]
+assert f["entity"]["kind"] == "node" and f["severity"] == "error", f
+assert ev["check"] == "mpi.all_reduce" and ev["metric"] == "busbw" and ev["size"] == 1048576, ev
+assert ev["expected"] == 1000 and ev["limit"] == 900 and ev["tolerance"] == 0.1 and 0 < ev["measured"] < 900, ev
+assert ev["scope"] == "intra" and ev["ranks"] == 2 and ev["source"] == "a figure no CPU machine reaches", ev
+assert "expected 1000 GB/s (at least 900 GB/s with tolerance 10%" in f["summary"], f["summary"]
+assert "measured " in f["summary"], f["summary"]
+print("   ", f["summary"])
+# The spec travels with the run: its text, mode 0600, named in campaign.json.
+assert stat.S_IMODE(os.stat(out + "/spec.toml").st_mode) == 0o600
+camp = json.load(open(out + "/campaign.json"))
+assert camp["expectations"]["mode"] == "spec" and camp["expectations"]["file"] == "spec.toml", camp["expectations"]
+PY
+cmp -s "$TMP/slow.toml" "$OUT/spec.toml" && pass "(c) RUN_DIR/spec.toml holds the spec's text" || bad "(c) spec.toml differs"
+
+# (d) kiln report rebuilds the same findings, from the run directory's copy of the spec.
+cp "$OUT/report.json" "$TMP/c-report.json"
+rm "$TMP/slow.toml"
+"$KILN" report "$OUT" > "$TMP/d.txt" 2>&1
+rc=$?
+[ $rc -eq 1 ] && pass "(d) kiln report: exit 1" || { bad "(d) exit $rc"; cat "$TMP/d.txt"; }
+python3 - "$TMP/c-report.json" "$OUT/report.json" <<'PY' && pass "(d) kiln report rebuilds the same verdict, findings and expectations" || bad "(d) rebuilt report differs"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["verdict"] == b["verdict"] == "fail"
+assert a["findings"] == b["findings"], (a["findings"], b["findings"])
+assert a["expectations"] == b["expectations"], (a["expectations"], b["expectations"])
+PY
+
+# A bad spec stops kiln run before anything is written: FILE:LINE:COL lines, exit 2.
+cat > "$TMP/bad.toml" <<'TOML'
+[[class]]
+name = "x"
+hosts = "h1"
+[class.hardware]
+gpus_per_node = -8
+TOML
+expect_exit 2 "bad spec: exit 2" -- "$KILN" run --launcher local --ranks 2 --out "$TMP/e" --quiet --spec "$TMP/bad.toml"
+echo "$ERR" | grep -q "^$TMP/bad.toml:5:17: gpus_per_node must not be negative" && [ ! -e "$TMP/e" ] \
+  && pass "bad spec: the FILE:LINE:COL line, no run directory" || bad "bad spec: stderr: $ERR"
+expect_exit 2 "--optional with an unknown check: exit 2" -- "$KILN" run --launcher local --ranks 2 --out "$TMP/f" --quiet --optional gpu.brun
+finish
