@@ -4,8 +4,10 @@
 # expecting far more all-reduce busbw than this machine does fails with spec.below stating the
 # measured and expected values (a uniformly slow fabric no longer passes); kiln report rebuilds the
 # same findings from the run directory; without a spec the summary says nothing was judged against
-# expectations and the exit code is unchanged; a bad spec stops kiln run before anything starts.
+# expectations and the exit code is unchanged; a spec written from a known-good run passes; kiln
+# resume judges against the run's copy of the spec; a bad spec stops kiln run before anything starts.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/store_lib.sh"
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   echo "SKIP: this machine has a GPU; these cases are for machines without one"
   exit 77
@@ -124,6 +126,49 @@ assert a["verdict"] == b["verdict"] == "fail"
 assert a["findings"] == b["findings"], (a["findings"], b["findings"])
 assert a["expectations"] == b["expectations"], (a["expectations"], b["expectations"])
 PY
+
+# (e) A spec written from a known-good run (kiln spec from-run) passes the same machine: the
+# figures are measured ones. The tolerance is wide (90%): a shared CPU machine's busbw is noisy.
+"$KILN" run --launcher local --ranks 2 --out "$TMP/good" --quiet --tests mpi.all_reduce \
+  --params '{"mpi.all_reduce":{"max_bytes":1048576}}' > /dev/null 2>&1
+"$KILN" spec from-run "$TMP/good" --out "$TMP/base.toml" --tolerance 0.9 > /dev/null 2>&1 \
+  || bad "(e) kiln spec from-run failed"
+"$KILN" run --launcher local --ranks 2 --out "$TMP/e1" --quiet --tests mpi.all_reduce --spec "$TMP/base.toml" \
+  --params '{"mpi.all_reduce":{"max_bytes":1048576}}' > "$TMP/e1.txt" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -q "PASS" "$TMP/e1.txt" && grep -q "judged against spec $TMP/base.toml: class baseline (1 node)" "$TMP/e1.txt" \
+  && pass "(e) a spec from a known-good run: PASS, exit 0, judged against it" || { bad "(e) exit $rc"; cat "$TMP/e1.txt"; }
+
+# (f) kiln resume judges against the run's copy of the spec, not the file: the coordinator is
+# killed mid-campaign and the spec file deleted before the campaign is resumed.
+cat > "$TMP/slow2.toml" <<TOML
+[[class]]
+name = "cpu"
+hosts = "$HOST"
+[class.figures."mpi.all_reduce".intra.busbw]
+"1MiB" = { value = 1000, tolerance = 0.10, source = "a figure no CPU machine reaches" }
+TOML
+OUT="$TMP/f"
+KILN_LOG_LEVEL=debug "$KILN" run --launcher local --ranks 2 --out "$OUT" --localize-by off --tests "$(long_plan 6)" \
+  --params "$LONG_PARAMS" --spec "$TMP/slow2.toml" > "$TMP/f.out" 2> "$TMP/f.err" &
+pid=$!
+if wait_for "$TMP/f.err" "round 3: mpi" 120; then
+  kill -9 $pid
+  wait $pid 2>/dev/null
+  rm "$TMP/slow2.toml"
+  "$KILN" resume "$OUT" --quiet > "$TMP/f2.out" 2>&1
+  rc=$?
+  [ $rc -eq 1 ] && pass "(f) kiln resume without the spec file: exit 1" || { bad "(f) resume exit $rc"; cat "$TMP/f2.out"; }
+  python3 - "$OUT" <<'PY' && pass "(f) the resumed report is judged against RUN_DIR/spec.toml: spec.below" || bad "(f) resumed report"
+import json, sys
+rep = json.load(open(sys.argv[1] + "/report.json"))
+assert rep["sessions"] == 2 and rep["verdict"] == "fail", (rep["sessions"], rep["verdict"], rep.get("error"))
+assert rep["expectations"]["source"] == "spec", rep["expectations"]
+assert [f["code"] for f in rep["findings"]] == ["spec.below"], [f["code"] for f in rep["findings"]]
+PY
+else
+  bad "(f) the campaign never reached round 3"; cat "$TMP/f.err"; kill $pid
+fi
 
 # A bad spec stops kiln run before anything is written: FILE:LINE:COL lines, exit 2.
 cat > "$TMP/bad.toml" <<'TOML'

@@ -4,7 +4,10 @@
 // that says what the figures were judged against.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 
 #include "common/findings.hpp"
 #include "coordinator/analysis/expect.hpp"
@@ -386,4 +389,33 @@ TEST_CASE("a live campaign keeps the results a figure reads") {
   CHECK(analysis::kept_for_expectations(e, result("gpu.health", "n1", 0, "driver", 1)));
   CHECK_FALSE(analysis::kept_for_expectations(e, result("gpu.burn", "n1", 0, "temperature", 1)));
   CHECK_FALSE(analysis::kept_for_expectations(Expectations{}, result("gpu.burn", "n1", 0, "tflops", 1)));
+}
+
+TEST_CASE("a run directory's expectations come from campaign.json and its copy of the spec") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kiln-expect-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  coord::ExpectRequest req{"/somewhere/cluster.toml", kSpec, "gpu.burn", "gpu", "gpu.health,gpu.burn"};
+  const nlohmann::json campaign = {{"expectations", coord::expectations_record(req)}};
+  CHECK_THROWS_WITH(coord::recorded_expectations(dir, campaign), Catch::Contains("spec.toml"));
+  { std::ofstream(dir / coord::kSpecFile) << kSpec; }
+  const auto e = coord::recorded_expectations(dir, campaign);
+  CHECK(e.mode == ExpectMode::Spec);
+  CHECK(e.label == "/somewhere/cluster.toml");
+  REQUIRE(e.specs.size() == 1);
+  CHECK(e.specs[0].classes.at(0).name == "gpu");
+  CHECK(e.optional == std::set<std::string>{"gpu.burn"});
+  CHECK(e.partition == "gpu");
+  CHECK(e.planned == std::vector<std::string>{"gpu.health", "gpu.burn"});
+
+  req.spec = "";
+  CHECK(coord::recorded_expectations(dir, {{"expectations", coord::expectations_record(req)}}).mode == ExpectMode::Profiles);
+  req.spec = "none";
+  CHECK(coord::recorded_expectations(dir, {{"expectations", coord::expectations_record(req)}}).mode == ExpectMode::Off);
+  // A run from before: judged against nothing, as it was.
+  const auto old = coord::recorded_expectations(dir, nlohmann::json::object());
+  CHECK(old.mode == ExpectMode::Off);
+  CHECK_THAT(old.label, Catch::Contains("before kiln judged against specs"));
+  fs::remove_all(dir);
 }
