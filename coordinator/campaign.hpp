@@ -85,7 +85,7 @@ class Campaign {
  public:
   Campaign(CampaignOptions opts, Launcher& launcher);
   ~Campaign();
-  // Runs the whole campaign; returns the exit code (0 pass, 1 findings, 2 could not run).
+  // Runs the whole campaign; returns the exit code (0 pass, 1 fail or incomplete, 2 could not run).
   int run();
 
   // Runs one round over the live ranks and returns what came back. Exposed for the localization
