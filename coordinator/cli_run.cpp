@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
+#include <iterator>
 
 #include "common/auth.hpp"
 #include "common/checks.hpp"
@@ -200,10 +200,11 @@ nlohmann::json localization_section(const coord::LocalizeOptions& lo, const coor
 int load_expectations(const RunConfig& c, coord::ExpectRequest& req, analysis::Expectations& out) {
   req = {c.spec, "", c.optional, c.partition, c.tests};
   if (!c.spec.empty() && c.spec != "none") {
+    std::error_code ec;
     std::ifstream in(c.spec, std::ios::binary);
-    std::stringstream text;
-    if (!in || !(text << in.rdbuf()) || fs::is_directory(c.spec)) return fail("--spec: cannot read " + c.spec);
-    req.spec_text = text.str();
+    if (!in || fs::is_directory(c.spec, ec)) return fail("--spec: cannot read " + c.spec);
+    req.spec_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (in.bad()) return fail("--spec: cannot read " + c.spec);
   }
   std::vector<std::string> errors;
   try {
