@@ -164,7 +164,7 @@ int cmd_spec(const std::vector<std::string>& args) {
       "expected figures and optional checks. Prints FILE: ok (N classes, M figures), or one\n"
       "FILE:LINE:COL: message line per problem on stderr and exits 2.\n\n"
       "from-run: writes a spec from a known-good run (to FILE, else stdout): each check's figure of\n"
-      "merit is the run's median (per GPU or node; per group and message size from 1 MiB, inside a\n"
+      "merit is the run's median (per GPU or node; per group and message size from 64 MiB, inside a\n"
       "node or across nodes), with tolerance F (default 0.10), for a class named CLASS (default\n"
       "baseline) selecting the run's hosts.\n";
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {

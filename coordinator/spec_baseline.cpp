@@ -70,7 +70,10 @@ std::map<Key, Samples> gather(const LoadedRun& run) {
         continue;
       }
       const bool sized = spec->figure->per_size;
-      if ((sized && (!r.size_bytes || *r.size_bytes < (1 << 20))) || r.group_id < 0 ||
+      // Sweeps from 64 MiB only: below that busbw is latency-bound and varies run to run (on the
+      // H200 machine 1 MiB gave 72 GB/s in one run and 42 in the next), which would make the
+      // baseline a source of false alarms.
+      if ((sized && (!r.size_bytes || *r.size_bytes < (64 << 20))) || r.group_id < 0 ||
           r.group_id >= static_cast<int>(rr.round.groups.size()))
         continue;
       const auto& members = rr.round.groups[static_cast<std::size_t>(r.group_id)];

@@ -1,6 +1,6 @@
 // `kiln spec from-run RUN_DIR`: a spec written from a known-good run, the way a site baselines its
 // own hardware. Each check's figure of merit becomes an expected figure: the median over the run's
-// GPUs or nodes (per-GPU and per-node checks), or over its groups at each message size of 1 MiB or
+// GPUs or nodes (per-GPU and per-node checks), or over its groups at each message size of 64 MiB or
 // more, inside one node (intra) or across nodes (inter), with the group size measured. Hardware
 // (GPU model and count) comes from the ranks' hellos, and the class selects the run's hosts.
 #pragma once

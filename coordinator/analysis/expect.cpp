@@ -389,7 +389,8 @@ bool kept_for_expectations(const Expectations& e, const Result& r) {
   for (const auto& s : e.specs)
     for (const auto& c : s.classes)
       for (const auto& f : c.figures)
-        if (f.check == r.test && f.metric == r.metric) return true;
+        // Only the sizes a figure names: a sweep's other sizes are on disk, not in memory.
+        if (f.check == r.test && f.metric == r.metric && (!f.size_bytes || f.size_bytes == r.size_bytes)) return true;
   return false;
 }
 

@@ -44,8 +44,9 @@ struct ExpectOutcome {
   std::vector<std::pair<std::string, std::string>> classes;  // host -> "spec:class", in host order
 };
 
-// Whether a live campaign keeps `r` for this judgement (a result some figure, the driver or the
-// kernel requirement reads), on top of analysis::kept_for_judgement.
+// Whether a live campaign keeps `r` for this judgement (a result some figure, at the message size
+// it names, the driver or the kernel requirement reads), on top of analysis::kept_for_judgement.
+// Memory then grows with the ranks and the figures a spec names, not with the results.
 bool kept_for_expectations(const Expectations& e, const Result& r);
 
 // Every finding the expectations give for these nodes over the plan's rounds (finished plan

@@ -130,11 +130,11 @@ PY
 # (e) A spec written from a known-good run (kiln spec from-run) passes the same machine: the
 # figures are measured ones. The tolerance is wide (90%): a shared CPU machine's busbw is noisy.
 "$KILN" run --launcher local --ranks 2 --out "$TMP/good" --quiet --tests mpi.all_reduce \
-  --params '{"mpi.all_reduce":{"max_bytes":1048576}}' > /dev/null 2>&1
+  --params '{"mpi.all_reduce":{"min_bytes":67108864,"max_bytes":67108864}}' > /dev/null 2>&1
 "$KILN" spec from-run "$TMP/good" --out "$TMP/base.toml" --tolerance 0.9 > /dev/null 2>&1 \
   || bad "(e) kiln spec from-run failed"
 "$KILN" run --launcher local --ranks 2 --out "$TMP/e1" --quiet --tests mpi.all_reduce --spec "$TMP/base.toml" \
-  --params '{"mpi.all_reduce":{"max_bytes":1048576}}' > "$TMP/e1.txt" 2>&1
+  --params '{"mpi.all_reduce":{"min_bytes":67108864,"max_bytes":67108864}}' > "$TMP/e1.txt" 2>&1
 rc=$?
 [ $rc -eq 0 ] && grep -q "PASS" "$TMP/e1.txt" && grep -q "judged against spec $TMP/base.toml: class baseline (1 node)" "$TMP/e1.txt" \
   && pass "(e) a spec from a known-good run: PASS, exit 0, judged against it" || { bad "(e) exit $rc"; cat "$TMP/e1.txt"; }

@@ -378,7 +378,7 @@ TEST_CASE("every profile in profiles/ is embedded and parses") {
   CHECK(files >= 2);
 }
 
-TEST_CASE("--optional takes known checks only") {
+TEST_CASE("kiln run: --optional takes known checks only") {
   CHECK(coord::parse_optional("gpu.burn,gpu.copy_bw") == std::set<std::string>{"gpu.burn", "gpu.copy_bw"});
   CHECK_THROWS_WITH(coord::parse_optional("gpu.brun"), Catch::Contains("--optional: unknown check 'gpu.brun'"));
 }
