@@ -185,10 +185,58 @@ void hardware_findings(const NodeSeen& n, const NodeClass& c, std::vector<Findin
   }
 }
 
-// What the node's records say beyond NodeInfo: the driver (gpu.health) and the kernel (host.inventory).
+// What one GPU's gpu.health record says of its hardware (NVML): total memory and the PCIe link's
+// maximum generation and width (the current ones drop at idle, so they are not compared).
+struct GpuHardware {
+  Entity gpu;
+  std::optional<double> memory_gib;
+  std::optional<int> pcie_gen, pcie_width;
+};
+
+// What the node's records say beyond NodeInfo: the driver (gpu.health), the kernel
+// (host.inventory), and each GPU's hardware (gpu.health).
 struct Reported {
   std::string driver, kernel;
+  std::vector<GpuHardware> gpus;
 };
+
+std::optional<int> max_of(const json& extra, const char* key) {
+  const auto it = extra.find(key);
+  if (it == extra.end() || !it->is_object() || !it->contains("max") || !(*it)["max"].is_number_integer()) return std::nullopt;
+  return (*it)["max"].get<int>();
+}
+
+GpuHardware gpu_hardware(const Result& r) {
+  GpuHardware g{r.entity, std::nullopt, max_of(r.extra, "pcie_gen"), max_of(r.extra, "pcie_width")};
+  if (auto it = r.extra.find("memory_total_bytes"); it != r.extra.end() && it->is_number())
+    g.memory_gib = it->get<double>() / (1024.0 * 1024.0 * 1024.0);
+  return g;
+}
+
+// Each GPU against the class's memory and PCIe link. Memory may be 1% under the class's figure
+// (NVML reports 140.4 GiB for a "141 GB" H200, and classes round).
+void gpu_hardware_findings(const NodeClass& c, const std::vector<GpuHardware>& gpus, std::vector<Finding>& out) {
+  const auto& h = c.hardware;
+  for (const auto& g : gpus) {
+    if (h.gpu_memory_gib && g.memory_gib && *g.memory_gib < 0.99 * *h.gpu_memory_gib) {
+      std::ostringstream b;
+      b << std::fixed << std::setprecision(1) << *g.memory_gib << " GiB of memory, class " << c.name << " expects "
+        << *h.gpu_memory_gib << " GiB";
+      out.push_back(make_finding(Code::GpuModel, g.gpu, g.gpu.id + " has " + b.str(),
+                                 json::array({{{"memory_gib", *g.memory_gib}, {"expected", *h.gpu_memory_gib}}})));
+    }
+    const bool gen = h.pcie_gen && g.pcie_gen && *g.pcie_gen < *h.pcie_gen;
+    const bool width = h.pcie_width && g.pcie_width && *g.pcie_width < *h.pcie_width;
+    if (gen || width)
+      out.push_back(make_finding(
+          Code::GpuPcieDegraded, g.gpu,
+          g.gpu.id + "'s PCIe link can reach Gen" + std::to_string(g.pcie_gen.value_or(0)) + " x" +
+              std::to_string(g.pcie_width.value_or(0)) + " at most, class " + c.name + " expects Gen" +
+              std::to_string(h.pcie_gen.value_or(0)) + " x" + std::to_string(h.pcie_width.value_or(0)),
+          json::array({{{"pcie_gen_max", g.pcie_gen.value_or(0)}, {"pcie_width_max", g.pcie_width.value_or(0)},
+                        {"expected_gen", h.pcie_gen.value_or(0)}, {"expected_width", h.pcie_width.value_or(0)}}})));
+  }
+}
 
 std::map<std::string, Reported> reported(const std::vector<RoundRecord>& rounds) {
   std::map<std::string, Reported> out;
@@ -202,6 +250,7 @@ std::map<std::string, Reported> reported(const std::vector<RoundRecord>& rounds)
       if (r.test == "host.inventory" && r.metric == "inventory" && r.extra.contains("kernel") &&
           r.extra["kernel"].is_string())
         out[r.host].kernel = r.extra["kernel"].get<std::string>();
+      if (r.test == "gpu.health" && r.metric == "health" && r.entity.kind == "gpu") out[r.host].gpus.push_back(gpu_hardware(r));
     }
   }
   return out;
@@ -384,7 +433,8 @@ std::string profile_line(const std::vector<NodeSeen>& nodes, const std::map<std:
 
 bool kept_for_expectations(const Expectations& e, const Result& r) {
   if (e.mode == ExpectMode::Off) return false;
-  if ((r.test == "gpu.health" && r.metric == "driver") || (r.test == "host.inventory" && r.metric == "inventory"))
+  if ((r.test == "gpu.health" && (r.metric == "driver" || r.metric == "health")) ||
+      (r.test == "host.inventory" && r.metric == "inventory"))
     return true;
   for (const auto& s : e.specs)
     for (const auto& c : s.classes)
@@ -418,6 +468,7 @@ ExpectOutcome judge_expectations(const Expectations& e, const std::vector<NodeSe
     hardware_findings(n, *a.cls, out.findings);
     const auto it = rep.find(n.host);
     software_findings(n, *a.cls, it == rep.end() ? Reported{} : it->second, out.findings);
+    if (it != rep.end()) gpu_hardware_findings(*a.cls, it->second.gpus, out.findings);
   }
   for (const auto& [key, w] : worst_figures(classes, v, rounds))
     if (!w.figure->acceptable(w.value)) out.findings.push_back(below(w));

@@ -419,3 +419,36 @@ TEST_CASE("a run directory's expectations come from campaign.json and its copy o
   CHECK_THAT(old.label, Catch::Contains("before kiln judged against specs"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("each GPU's memory and PCIe link (gpu.health) against the class") {
+  const auto e = expect(R"(
+[[class]]
+name = "gpu"
+hosts = "n1"
+optional = ["gpu.health"]
+[class.hardware]
+gpu_memory_gib = 140
+pcie_gen = 5
+pcie_width = 16
+)");
+  // As NVML reports them on the H200 machine: 150754820096 bytes (140.4 GiB), Gen5 x16 at most
+  // (Gen1 now, at idle).
+  const auto health = [](int gpu, double bytes, int gen_max, int width_max) {
+    Result r = result("gpu.health", "n1", 0, "health", 0, {"gpu", "n1/gpu" + std::to_string(gpu)});
+    r.extra = {{"memory_total_bytes", bytes},
+               {"pcie_gen", {{"current", 1}, {"max", gen_max}}},
+               {"pcie_width", {{"current", 16}, {"max", width_max}}}};
+    return r;
+  };
+  auto rr = round(1, "gpu.health");
+  rr.results = {health(0, 150754820096.0, 5, 16), health(1, 85899345920.0, 5, 16), health(2, 150754820096.0, 4, 8)};
+  const auto found = analysis::judge_expectations(e, {node("n1", {0})}, {rr}).findings;
+  const auto model = with_code(found, Code::GpuModel);
+  REQUIRE(model.size() == 1);
+  CHECK(model[0].summary == "n1/gpu1 has 80.0 GiB of memory, class gpu expects 140.0 GiB");
+  const auto pcie = with_code(found, Code::GpuPcieDegraded);
+  REQUIRE(pcie.size() == 1);
+  CHECK(pcie[0].entity == Entity{"gpu", "n1/gpu2"});
+  CHECK(pcie[0].summary == "n1/gpu2's PCIe link can reach Gen4 x8 at most, class gpu expects Gen5 x16");
+  CHECK(analysis::kept_for_expectations(e, health(0, 1, 5, 16)));
+}
