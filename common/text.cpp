@@ -1,5 +1,6 @@
 #include "common/text.hpp"
 
+#include <charconv>
 #include <cstdint>
 
 namespace kiln {
@@ -45,6 +46,12 @@ std::string printable(std::string_view s, std::size_t max) {
   }
   if (i < s.size()) out += "...(" + std::to_string(s.size() - i) + " more bytes)";
   return out;
+}
+
+std::string short_number(double v) {
+  char b[32];
+  const auto r = std::to_chars(b, b + sizeof b, v, std::chars_format::general, 4);
+  return std::string(b, r.ptr);
 }
 
 }  // namespace kiln

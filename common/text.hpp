@@ -13,6 +13,10 @@ namespace kiln {
 // \xNN, and "...(N more bytes)" when cut.
 std::string printable(std::string_view s, std::size_t max = 300);
 
+// A number in 4 significant digits, as printf's %.4g writes it ("700.1", "1e-05"): for figures in
+// findings and generated text.
+std::string short_number(double v);
+
 // Allows one log line per period and counts the events in between.
 class RateLimitedLog {
  public:

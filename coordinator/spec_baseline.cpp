@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <set>
 #include <sstream>
@@ -10,28 +9,18 @@
 
 #include "common/checks.hpp"
 #include "common/hostlist.hpp"
+#include "common/stats.hpp"
+#include "common/text.hpp"
 
 namespace kiln::coord {
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const auto n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 std::string size_label(std::int64_t b) {
   for (const auto& [unit, shift] : std::vector<std::pair<const char*, int>>{{"GiB", 30}, {"MiB", 20}, {"KiB", 10}})
     if (b >= (std::int64_t{1} << shift) && b % (std::int64_t{1} << shift) == 0)
       return std::to_string(b >> shift) + unit;
   return std::to_string(b);
-}
-
-std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.4g", v);
-  return b;
 }
 
 std::string quoted(const std::string& s) {
@@ -88,6 +77,12 @@ std::map<Key, Samples> gather(const LoadedRun& run) {
   return out;
 }
 
+// The entry of a count map with the highest count.
+template <class M>
+auto most(const M& m) {
+  return std::max_element(m.begin(), m.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+}
+
 void hardware(std::ostream& os, const LoadedRun& run) {
   std::map<int, int> counts;
   std::map<std::string, int> models;
@@ -96,9 +91,6 @@ void hardware(std::ostream& os, const LoadedRun& run) {
     ++counts[k.info.gpu_count];
     for (const auto& m : k.info.gpu_models) ++models[m.rfind("NVIDIA ", 0) == 0 ? m.substr(7) : m];
   }
-  const auto most = [](const auto& m) {
-    return std::max_element(m.begin(), m.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  };
   if (counts.empty() || most(counts)->first <= 0) return;
   os << "\n[class.hardware]\n";
   if (!models.empty()) os << "gpu_model = " << quoted(most(models)->first) << "\n";
@@ -129,11 +121,10 @@ std::string baseline_spec(const LoadedRun& run, const BaselineOptions& opts) {
     const std::string want = "[class.figures." + quoted(check) + (scope.empty() ? "" : "." + scope) +
                              (size >= 0 ? "." + metric : "") + "]";
     if (want != table) os << "\n" << (table = want) << "\n";
-    os << (size >= 0 ? quoted(size_label(size)) : metric) << " = { value = " << num(median(s.values))
-       << ", tolerance = " << num(opts.tolerance);
+    os << (size >= 0 ? quoted(size_label(size)) : metric) << " = { value = " << short_number(stats::median(s.values))
+       << ", tolerance = " << short_number(opts.tolerance);
     if (!s.group_sizes.empty()) {
-      const auto common = std::max_element(s.group_sizes.begin(), s.group_sizes.end(),
-                                           [](const auto& a, const auto& b) { return a.second < b.second; });
+      const auto common = most(s.group_sizes);
       if (common->first >= 2) os << ", ranks = " << common->first;
     }
     os << ", source = "

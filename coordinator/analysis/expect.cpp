@@ -11,6 +11,7 @@
 #include "common/checks.hpp"
 #include "common/findings.hpp"
 #include "common/hostlist.hpp"
+#include "common/text.hpp"
 
 namespace kiln::analysis {
 
@@ -57,12 +58,6 @@ Assigned class_of(const Expectations& e, const NodeSeen& n) {
   return {};
 }
 
-std::string num(double v) {
-  std::ostringstream os;
-  os << std::setprecision(4) << v;  // as %.4g
-  return os.str();
-}
-
 std::string size_text(std::int64_t bytes) {
   const char* units[] = {"GiB", "MiB", "KiB"};
   const std::int64_t scale[] = {1LL << 30, 1LL << 20, 1LL << 10};
@@ -71,7 +66,7 @@ std::string size_text(std::int64_t bytes) {
   return std::to_string(bytes) + " B";
 }
 
-std::string percent(double fraction) { return num(fraction * 100) + "%"; }
+std::string percent(double fraction) { return short_number(fraction * 100) + "%"; }
 
 std::string req_text(const spec::VersionReq& r) { return (r.minimum ? ">= " : "") + r.version; }
 
@@ -375,9 +370,9 @@ Finding below(const Worst& w) {
   std::string what = f.check + " " + f.metric;
   if (f.size_bytes) what += " at " + size_text(*f.size_bytes);
   if (f.scope != GroupScope::None) what += " (" + spec::to_string(f.scope) + ", " + std::to_string(w.ranks) + " ranks)";
-  const std::string summary = what + " on " + w.entity.kind + " " + w.entity.id + ": measured " + num(w.value) + " " +
-                              f.unit + ", expected " + num(f.value) + " " + f.unit + " (" +
-                              (f.higher_is_better ? "at least " : "at most ") + num(f.limit()) + " " + f.unit +
+  const std::string summary = what + " on " + w.entity.kind + " " + w.entity.id + ": measured " + short_number(w.value) + " " +
+                              f.unit + ", expected " + short_number(f.value) + " " + f.unit + " (" +
+                              (f.higher_is_better ? "at least " : "at most ") + short_number(f.limit()) + " " + f.unit +
                               " with tolerance " + percent(f.tolerance) + "; source: " + f.source + ")";
   json ev = {{"check", f.check},       {"metric", f.metric},       {"size", f.size_bytes ? json(*f.size_bytes) : json(nullptr)},
              {"measured", w.value},    {"expected", f.value},      {"limit", f.limit()},

@@ -2,28 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <charconv>
 
 #include "common/checks.hpp"
 #include "common/findings.hpp"
+#include "common/stats.hpp"
+#include "common/text.hpp"
 
 namespace kiln::analysis {
 
 namespace {
-
-double median(std::vector<double> v) {
-  const auto mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const double hi = v[mid];
-  if (v.size() % 2) return hi;
-  return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + hi) / 2;
-}
-
-std::string num(double v) {
-  char b[32];
-  const auto r = std::to_chars(b, b + sizeof b, v, std::chars_format::general, 4);
-  return std::string(b, r.ptr);
-}
 
 // The settings a node's hello tells, by name. Empty values are kept as "(none)": a node without
 // NCCL among nodes with it is a difference.
@@ -112,11 +99,9 @@ std::vector<Finding> Fleet::figure_findings(const FleetConfig& cfg) const {
     if (static_cast<int>(fig.by_entity.size()) < cfg.min_entities) continue;
     std::vector<double> means;
     for (const auto& [id, a] : fig.by_entity) means.push_back(a.sum / a.n);
-    const double m = median(means);
+    const double m = stats::median(means);
     if (!(m > 0)) continue;
-    std::vector<double> dev;
-    for (double v : means) dev.push_back(std::fabs(v - m));
-    const double mad = median(dev);
+    const double mad = stats::mad(means);
     const double sigma = std::max(1.4826 * mad, cfg.min_rel_sigma * m);
     for (const auto& [id, a] : fig.by_entity) {
       const double v = a.sum / a.n;
@@ -128,9 +113,9 @@ std::vector<Finding> Fleet::figure_findings(const FleetConfig& cfg) const {
       const std::string at = key.size >= 0 ? " at " + std::to_string(key.size) + " B" : "";
       w.deficit = deficit;
       w.f = make_finding(Code::FleetOutlier, {key.kind, id},
-                         key.check + " " + key.metric + at + " on " + key.kind + " " + id + " is " + num(v) + " " +
+                         key.check + " " + key.metric + at + " on " + key.kind + " " + id + " is " + short_number(v) + " " +
                              fig.unit + ", " + std::to_string(static_cast<int>(std::lround(deficit * 100))) +
-                             "% worse than the fleet median of " + num(m) + " " + fig.unit + " (" +
+                             "% worse than the fleet median of " + short_number(m) + " " + fig.unit + " (" +
                              std::to_string(means.size()) + " " + key.kind + "s)",
                          nlohmann::json::array({{{"check", key.check},
                                                  {"metric", key.metric},
