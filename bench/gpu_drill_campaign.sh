@@ -7,16 +7,7 @@
 # Drills (KILN_FAULT is a test aid, see docs/gpu-tests.md): a bit flip in GPU 1's GEMM output, GPU 0
 # slowed to half speed, GPU 0 hidden with CUDA_VISIBLE_DEVICES against a spec expecting all GPUs.
 set -uo pipefail
-CARRY=""
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --carry) CARRY=$(cd "$2" && pwd); shift 2 ;;
-    *) echo "usage: $0 --carry DIR" >&2; exit 2 ;;
-  esac
-done
-[ -x "$CARRY/bin/kiln" ] || { echo "no kiln under --carry" >&2; exit 2; }
-export NCCL_NVLS_ENABLE=0
-export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:/usr/local/cuda-13.0/targets/x86_64-linux/lib:$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+source "$(dirname "$0")/gpu_carry.sh"
 O=${OUT:-runs/gpu-drills}
 mkdir -p "$O"
 NP=$(nvidia-smi -L | grep -c '^GPU')

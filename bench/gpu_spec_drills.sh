@@ -10,17 +10,8 @@
 #
 #   bench/gpu_spec_drills.sh --carry DIR     (DIR holds bin/kiln, bin/kiln-worker, lib/)
 set -uo pipefail
-CARRY=""
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --carry) CARRY=$(cd "$2" && pwd); shift 2 ;;
-    *) echo "usage: $0 --carry DIR" >&2; exit 2 ;;
-  esac
-done
-[ -x "$CARRY/bin/kiln" ] || { echo "no kiln under --carry" >&2; exit 2; }
+source "$(dirname "$0")/gpu_carry.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-export NCCL_NVLS_ENABLE=0
-export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:/usr/local/cuda-13.0/targets/x86_64-linux/lib:$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 O=${OUT:-runs/gpu-spec}
 mkdir -p "$O"
 NP=$(nvidia-smi -L | grep -c '^GPU')
