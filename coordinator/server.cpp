@@ -312,6 +312,19 @@ struct ResultServer::Impl {
     }
   }
 
+  // An authenticated peer sent a frame that fails its MAC or does not decode: nothing more of it is
+  // taken, the campaign hears of it (Rejected, after the messages already decoded, then Left), and
+  // the connection ends. On the I/O thread.
+  void close_bad(const std::shared_ptr<Session>& s, const std::string& why) {
+    if (s->closed) return;
+    spdlog::warn("closing connection from {} ({}): {}", s->peer, s->who(), printable(why));
+    s->poisoned = true;
+    asio::post(s->strand, [this, id = s->id, why, peer = s->peer] {
+      events.push(Event{Event::Kind::Rejected, id, {}, {}, why, peer});
+    });
+    drop(s, why);
+  }
+
   // An authenticated frame, MAC already checked here (sequence numbers are checked in arrival
   // order), is decoded on the session's strand of the decode pool: JSON parsing is most of the
   // coordinator's work per record, and one I/O thread could not keep up with it alone.
@@ -327,12 +340,8 @@ struct ResultServer::Impl {
           if (!std::holds_alternative<proto::Heartbeat>(msg))
             events.push(Event{Event::Kind::Message, s->id, {}, std::move(msg), {}, s->peer});
         } catch (const std::exception& e) {
-          s->poisoned = true;
-          events.push(Event{Event::Kind::Rejected, s->id, {}, {}, e.what(), s->peer});
-          asio::post(io, [this, s, why = std::string(e.what())] {
-            spdlog::warn("closing connection from {} ({}): {}", s->peer, s->who(), printable(why));
-            drop(s, why);
-          });
+          s->poisoned = true;  // now: frames already queued behind this one are dropped
+          asio::post(io, [this, s, why = std::string(e.what())] { close_bad(s, why); });
         }
       }
       const auto before = decoding.fetch_sub(bytes);
@@ -386,12 +395,7 @@ struct ResultServer::Impl {
         if (!s->authed) {
           reject(s, "bad_message", e.what());
         } else {
-          spdlog::warn("closing connection from {} ({}): {}", s->peer, s->who(), printable(e.what()));
-          s->poisoned = true;
-          asio::post(s->strand, [this, id = s->id, why = std::string(e.what()), peer = s->peer] {
-            events.push(Event{Event::Kind::Rejected, id, {}, {}, why, peer});
-          });
-          drop(s, e.what());
+          close_bad(s, e.what());
         }
         co_return;
       }
