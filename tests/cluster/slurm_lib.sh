@@ -16,14 +16,18 @@ need_testbed() {
   total=$(echo "$total" | awk '{s += $1} END {print s}')
   if [ "$total" -lt "$want" ]; then echo "SKIP: partition debug has $total nodes, this test needs $want"; exit 77; fi
   TESTBED_NODES=$total
-  # Nodes left busy by an earlier test would make our job pend.
+  wait_idle
+}
+
+# wait_idle: up to a minute each for no job left running, pending or completing (an earlier job
+# would make ours pend) and for every node idle (a node taken down and resumed may still be
+# re-registering: a job started now pends or starts on a node still finding its feet).
+wait_idle() {
   local i
   for i in $(seq 1 60); do
     [ -z "$(squeue --noheader --states=RUNNING,PENDING,COMPLETING 2>/dev/null)" ] && break
     sleep 1
   done
-  # A node an earlier test took down and resumed may still be re-registering (idle*, down): a job
-  # started now pends or starts on a node still finding its feet, which skews the figures.
   for i in $(seq 1 60); do
     [ -z "$(sinfo --noheader --partition=debug --format=%t 2>/dev/null | grep -v '^idle$')" ] && break
     sleep 1
