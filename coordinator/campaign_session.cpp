@@ -39,6 +39,15 @@ std::uint64_t reserve_bytes(int ranks) {
   return std::min<std::uint64_t>(64ull << 20, (1ull << 20) + 8192ull * static_cast<std::uint64_t>(std::max(ranks, 0)));
 }
 
+// "; rank 3 on node2 ended first (Killed), and SLURM ended the job step with it" or "".
+std::string first_ends_text(const std::vector<FirstEnd>& first) {
+  if (first.empty()) return "";
+  std::string who;
+  for (const auto& e : first)
+    who += (who.empty() ? "" : ", ") + ("rank " + std::to_string(e.rank) + " on " + e.host + " (" + e.how + ")");
+  return "; " + who + " ended first, and SLURM ended the job step with " + (first.size() > 1 ? "them" : "it");
+}
+
 }  // namespace
 
 // Takes over a campaign whose coordinator died: its rounds (finished ones are not run again), the
@@ -176,7 +185,7 @@ int Campaign::run_rounds() {
   say_goodbye("campaign finished", std::chrono::seconds(20));
   if (job_ended)
     return write_report_and_summary("the " + launcher_.name() + " job ended before the campaign finished: " +
-                                    launch_end_->state);
+                                    launch_end_->state + first_ends_text(launch_end_->first_ends));
   return write_report_and_summary("");
 }
 
@@ -239,6 +248,7 @@ ReportInput Campaign::report_input(const std::string& error) const {
   }
   if (launch_end_) in.launch = LaunchRow{launch_end_->ok, launch_end_->state};
   in.launch_failed = launch_end_ && !launch_end_->ok && live_ranks().empty();
+  if (launch_end_ && !launch_end_->ok) in.first_ends = launch_end_->first_ends;
   in.rejected += rejected_;
   in.expect = opts_.expect;
   return in;
@@ -259,7 +269,8 @@ int Campaign::write_report_and_summary(const std::string& error) {
   if (journal_) try {
       journal_->record("end", {{"verdict", rep.verdict}, {"error", rep.error}, {"duration_s", rep.duration_s},
                                {"launch", rep.launch ? json{{"ok", rep.launch->ok}, {"state", rep.launch->state}} : json(nullptr)},
-                               {"launch_failed", launch_end_ && !launch_end_->ok && live_ranks().empty()}, {"rejected", rep.rejected_connections}});
+                               {"launch_failed", launch_end_ && !launch_end_->ok && live_ranks().empty()}, {"rejected", rep.rejected_connections},
+                               {"first_ends", launch_end_ ? launch_end_->first_ends : std::vector<FirstEnd>{}}});
     } catch (const std::exception& e) {
       spdlog::warn("could not journal the end of the campaign: {}", e.what());
     }

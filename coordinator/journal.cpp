@@ -131,7 +131,8 @@ std::optional<JournalContents> read_journal(const fs::path& dir) {
 bool campaign_complete(const JournalContents& j) {
   if (!j.end) return false;
   const auto verdict = j.end->value("verdict", std::string{});
-  return verdict == "pass" || verdict == "fail";
+  // A fail with an error was cut short by a rank's death (report.hpp, first_ends): resumable.
+  return (verdict == "pass" || verdict == "fail") && j.end->value("error", std::string{}).empty();
 }
 
 }  // namespace kiln::coord

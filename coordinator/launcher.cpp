@@ -26,6 +26,14 @@ LaunchEnd describe(int status) {
 }
 }  // namespace
 
+void to_json(nlohmann::json& j, const FirstEnd& e) { j = {{"rank", e.rank}, {"host", e.host}, {"how", e.how}}; }
+
+void from_json(const nlohmann::json& j, FirstEnd& e) {
+  e.rank = j.at("rank").get<int>();
+  e.host = j.at("host").get<std::string>();
+  e.how = j.at("how").get<std::string>();
+}
+
 ChildProcess::~ChildProcess() {
   if (pid_ > 0 && !end_) wait_or_kill(std::chrono::milliseconds(0));
 }

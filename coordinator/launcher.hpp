@@ -25,9 +25,23 @@ struct LaunchRequest {
   std::vector<std::string> extra_args;  // appended to the launcher's command line
 };
 
+// A rank whose end brought the whole job down (SLURM ends a step when one task dies).
+struct FirstEnd {
+  int rank = -1;
+  std::string host;
+  std::string how;  // e.g. "Killed", "Segmentation fault"
+  bool operator==(const FirstEnd&) const = default;
+};
+void to_json(nlohmann::json& j, const FirstEnd& e);
+void from_json(const nlohmann::json& j, FirstEnd& e);
+
 struct LaunchEnd {
+  LaunchEnd() = default;
+  LaunchEnd(bool ok_, std::string state_, std::vector<FirstEnd> first = {})
+      : ok(ok_), state(std::move(state_)), first_ends(std::move(first)) {}
   bool ok = false;           // the launched job finished normally
   std::string state;         // e.g. "exited 0", "killed by signal 9", "CANCELLED", "TIMEOUT"
+  std::vector<FirstEnd> first_ends;  // a failed job: the ranks that ended first, when known
 };
 
 class Launcher {

@@ -194,6 +194,19 @@ void count_results(Report& rep, const std::vector<RoundRecord>& rounds, const Re
   }
 }
 
+// The ranks whose end made the job fail: what SLURM said of each (srun's task-end line before it
+// aborted the step), and that every other rank went with them.
+void first_end_findings(const ReportInput& in, Report& rep) {
+  for (const auto& e : in.first_ends) {
+    const std::string who = "rank " + std::to_string(e.rank) + " on " + e.host;
+    rep.findings.push_back(make_finding(
+        Code::RankLost, {"rank", std::to_string(e.rank)},
+        who + " ended first (" + e.how + "); SLURM then ended the job step and every other rank with it",
+        json::array({{{"host", e.host}, {"how", e.how}, {"source", "srun's task-end line in the job output"},
+                      {"job", in.launch ? in.launch->state : std::string()}}})));
+  }
+}
+
 }  // namespace
 
 void RankCounts::add(const Result& r) {
@@ -264,7 +277,10 @@ Report build_report(const ReportInput& in, const std::vector<RoundRecord>& round
     }
   }
   expectation_findings(in, rounds, rep, in.error.empty());
-  if (!in.error.empty())
+  if (!in.error.empty()) first_end_findings(in, rep);
+  if (!in.error.empty() && !in.first_ends.empty())
+    rep.verdict = "fail";  // cut short, but by a rank's death: the cluster's fault, not kiln's
+  else if (!in.error.empty())
     rep.verdict = "error";
   else if (in.launch_failed)
     rep.verdict = "fail";  // the job failed with nobody left: not a pass, nor merely incomplete

@@ -15,6 +15,7 @@
 #include "coordinator/analysis/fleet.hpp"
 #include "coordinator/analysis/expect.hpp"
 #include "coordinator/analysis/judge.hpp"
+#include "coordinator/launcher.hpp"
 
 namespace kiln::coord {
 
@@ -117,6 +118,9 @@ struct ReportInput {
   nlohmann::json localization;
   std::optional<LaunchRow> launch;
   bool launch_failed = false;  // the job failed with nobody left: not a pass even without findings
+  // The job failed because these ranks ended (SLURM aborts a step when one task dies): with
+  // `error` set, each is a rank.lost finding and the verdict is fail, not error.
+  std::vector<FirstEnd> first_ends;
   std::uint64_t rejected = 0;
   analysis::Fleet fleet;  // every node and GPU's figures and settings, to compare them
   analysis::Expectations expect;  // what the nodes are judged against (docs/spec.md)

@@ -217,6 +217,7 @@ std::string unfinished(const fs::path& dir, const LoadedRun& run, ReportInput& i
     if (j.end->contains("launch") && j.end->at("launch").is_object())
       in.launch = LaunchRow{j.end->at("launch").value("ok", false), j.end->at("launch").value("state", std::string{})};
     in.launch_failed = j.end->value("launch_failed", false);
+    if (j.end->contains("first_ends")) in.first_ends = j.end->at("first_ends").get<std::vector<FirstEnd>>();
     in.rejected = j.end->value("rejected", in.rejected);
     if (campaign_complete(j)) return "";
     return j.end->value("error", std::string("the campaign did not finish")) + resume;

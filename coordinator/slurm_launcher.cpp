@@ -199,7 +199,8 @@ void SlurmLauncher::launch(const LaunchRequest& req) {
                                                      {"coordinator", slurm::shell_quote(req.coordinator)},
                                                      {"secret_file", slurm::shell_quote(req.secret_file.string())},
                                                      {"worker_args", join(worker_args, " ")}});
-  const fs::path path = fs::absolute(req.run_dir) / "job.sbatch";
+  run_dir_ = fs::absolute(req.run_dir);
+  const fs::path path = run_dir_ / "job.sbatch";
   write_file_atomic(path, script);
   job_id_ = client_.submit(path, sbatch_options(req));
   spdlog::debug("submitted SLURM job {} ({} node(s) of partition {}, {} rank(s) per node)", job_id_, plan_.nodes,
@@ -225,10 +226,28 @@ void SlurmLauncher::refresh(bool force) {
   }
 }
 
-LaunchEnd SlurmLauncher::end_of(const slurm::JobStatus& s) {
+LaunchEnd SlurmLauncher::end_of(const slurm::JobStatus& s) const {
   std::string state = "job " + s.id + " " + s.state;
   if (!s.reason.empty() && s.state != "COMPLETED" && s.reason != s.state) state += " (" + s.reason + ")";
-  return {s.state == "COMPLETED", state};
+  LaunchEnd end{s.state == "COMPLETED", state, {}};
+  if (!end.ok) end.first_ends = first_ends();
+  return end;
+}
+
+// The job's output (srun writes there) names the task whose end made SLURM abort the step. The
+// lines are near the end: the last MiB is read, whatever the workers wrote before it.
+std::vector<FirstEnd> SlurmLauncher::first_ends() const {
+  std::vector<FirstEnd> out;
+  std::ifstream in(run_dir_ / ("slurm-" + job_id_ + ".out"), std::ios::binary);
+  if (!in) return out;
+  constexpr std::streamoff kTail = 1 << 20;
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::streamoff>(in.tellg());
+  in.seekg(std::max<std::streamoff>(0, size - kTail));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& e : slurm::parse_first_task_ends(text))
+    for (int t : e.tasks) out.push_back({t, e.node, e.how});
+  return out;
 }
 
 std::optional<LaunchEnd> SlurmLauncher::poll() {

@@ -72,7 +72,8 @@ class SlurmLauncher : public Launcher {
  private:
   // Asks SLURM at most every poll_interval_ (or now when force); keeps the last answer.
   void refresh(bool force);
-  static LaunchEnd end_of(const slurm::JobStatus& s);
+  LaunchEnd end_of(const slurm::JobStatus& s) const;
+  std::vector<FirstEnd> first_ends() const;
 
   SlurmPlan plan_;
   std::filesystem::path job_template_;
@@ -80,6 +81,7 @@ class SlurmLauncher : public Launcher {
   std::vector<std::string> sbatch_args_;
   slurm::SlurmClient client_;
   std::string job_id_;
+  std::filesystem::path run_dir_;
   std::optional<slurm::JobStatus> last_;
   std::chrono::steady_clock::time_point last_poll_{};
   std::chrono::milliseconds poll_interval_{2000};

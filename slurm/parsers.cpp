@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
+#include <string_view>
 #include <limits>
 #include <sstream>
 
@@ -299,6 +301,69 @@ std::vector<NodeInfo> parse_nodes(const std::string& text) {
     nodes.push_back(std::move(n));
   }
   return nodes;
+}
+
+namespace {
+
+// "3", "0-1", "0-1,4": at most 4096 tasks per line (a line naming more is not read).
+std::optional<std::vector<int>> task_list(std::string_view text) {
+  std::vector<int> out;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    const auto item = text.substr(0, comma);
+    const auto dash = item.find('-');
+    int first = 0, last = 0;
+    const auto a = item.substr(0, dash);
+    if (std::from_chars(a.data(), a.data() + a.size(), first).ec != std::errc{} || first < 0) return std::nullopt;
+    last = first;
+    if (dash != std::string_view::npos) {
+      const auto b = item.substr(dash + 1);
+      if (std::from_chars(b.data(), b.data() + b.size(), last).ec != std::errc{} || last < first) return std::nullopt;
+    }
+    if (out.size() + static_cast<std::size_t>(last - first) >= 4096) return std::nullopt;
+    for (int t = first; t <= last; ++t) out.push_back(t);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+    if (text.empty()) return std::nullopt;  // "1,"
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+// One "srun: error: NODE: task(s) LIST: HOW" line, or nullopt.
+std::optional<TaskEnd> task_end_line(std::string_view line) {
+  constexpr std::string_view kPrefix = "srun: error: ";
+  if (line.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  line.remove_prefix(kPrefix.size());
+  const auto colon = line.find(": task");
+  if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+  TaskEnd e;
+  e.node = std::string(line.substr(0, colon));
+  if (e.node.find(' ') != std::string::npos) return std::nullopt;  // "Node failure on node3" etc.
+  line.remove_prefix(colon + 2);
+  line.remove_prefix(line.substr(0, 6) == "tasks " ? 6 : line.substr(0, 5) == "task " ? 5 : line.size());
+  const auto colon2 = line.find(": ");
+  if (colon2 == std::string_view::npos) return std::nullopt;
+  auto tasks = task_list(line.substr(0, colon2));
+  if (!tasks) return std::nullopt;
+  e.tasks = std::move(*tasks);
+  e.how = trim(std::string(line.substr(colon2 + 2)));
+  if (e.how.empty()) return std::nullopt;
+  return e;
+}
+
+}  // namespace
+
+std::vector<TaskEnd> parse_first_task_ends(const std::string& job_output) {
+  std::vector<TaskEnd> out;
+  for (const auto& line : lines_of(job_output)) {
+    const std::string_view l(line);
+    if (l.find("Job step aborted") != std::string_view::npos ||
+        (l.find("*** STEP ") != std::string_view::npos && l.find(" CANCELLED") != std::string_view::npos))
+      return out;
+    if (auto e = task_end_line(l)) out.push_back(std::move(*e));
+  }
+  return {};  // the step was not torn down: every task ended on its own
 }
 
 }  // namespace kiln::slurm

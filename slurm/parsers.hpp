@@ -83,4 +83,20 @@ struct NodeInfo {
 // scontrol --oneliner show node [NAME]: one node per line.
 std::vector<NodeInfo> parse_nodes(const std::string& text);
 
+// Tasks of a job step that ended, as srun reports them in the job's output:
+//   srun: error: node2: task 3: Killed
+//   srun: error: node1: tasks 0-1,4: Exited with exit code 1
+struct TaskEnd {
+  std::string node;
+  std::vector<int> tasks;  // SLURM_PROCID, which is the MPI world rank
+  std::string how;         // "Killed", "Segmentation fault (core dumped)", "Exited with exit code 1"
+};
+
+// The tasks that ended before SLURM tore the step down: the srun task-end lines that come before
+// the first "Job step aborted" or "STEP ... CANCELLED". With SLURM's PMIx plugin one task's death
+// kills the whole step, so these name the task that started it; the lines after are the others,
+// killed by SLURM. Empty when the step was not aborted, or no task line came first (scancel, a
+// time limit). Lines it cannot read are skipped: this is evidence, not state.
+std::vector<TaskEnd> parse_first_task_ends(const std::string& job_output);
+
 }  // namespace kiln::slurm

@@ -56,6 +56,30 @@ std::string describe(const std::string& test, Status s, const Entity& ent, const
   return out;
 }
 
+// The ranks of a round whose group check went wrong because a peer was lost in that round: they
+// waited on a rank that was gone (an MPI collective hangs or errors), so their timeouts, errors and
+// failures of group checks say nothing about them. The lost rank has its own finding.
+std::set<int> collateral_of(const RoundRecord& rr, const std::set<int>& lost) {
+  std::set<int> gone;
+  for (int r : rr.missing)
+    if (lost.count(r)) gone.insert(r);
+  std::set<int> out;
+  if (gone.empty()) return out;
+  auto take = [&](const std::vector<int>& members) {
+    if (std::none_of(members.begin(), members.end(), [&](int m) { return gone.count(m) > 0; })) return;
+    for (int m : members)
+      if (!gone.count(m)) out.insert(m);
+  };
+  if (rr.round.groups.empty()) take(std::vector<int>(rr.expected.begin(), rr.expected.end()));
+  for (const auto& g : rr.round.groups) take(g);
+  return out;
+}
+
+bool group_check(const std::string& key) {
+  const auto* spec = find_check(key);
+  return spec && spec->scope == Scope::Group;
+}
+
 }  // namespace
 
 std::vector<Finding> judge_plan(int expected_ranks, const std::vector<RankFate>& fates,
@@ -69,8 +93,10 @@ std::vector<Finding> judge_plan(int expected_ranks, const std::vector<RankFate>&
   for (const auto& rr : rounds) {
     if (rr.phase == Phase::Localize) continue;  // the planner judges those
     if (!rr.finished) continue;                 // cut short: run again on resume, judged there
+    const auto collateral = collateral_of(rr, lost);
+    auto spared = [&](int rank, const std::string& test) { return collateral.count(rank) && group_check(test); };
     for (const auto& r : rr.results) {
-      if (!bad(r.status)) continue;
+      if (!bad(r.status) || spared(r.rank, r.test)) continue;
       // Workers stamp the entity; a record without one (read back from a hand-edited file) is the rank's.
       const Entity ent = r.entity.kind.empty() ? Entity{"rank", std::to_string(r.rank)} : r.entity;
       const auto summary = describe(r.test, r.status, ent, r.host, r.reason);
@@ -81,12 +107,15 @@ std::vector<Finding> judge_plan(int expected_ranks, const std::vector<RankFate>&
     // A check that failed has its failing measurements as evidence; one that ended in error or
     // timeout may have none, so its end is the finding.
     for (const auto& e : rr.ends)
-      if (e.status == Status::Error || e.status == Status::Timeout) {
+      if ((e.status == Status::Error || e.status == Status::Timeout) && !spared(e.rank, e.test)) {
         const Entity ent{"rank", std::to_string(e.rank)};
         add(bad_by, code_for(e.status), ent, describe(e.test, e.status, ent, e.host, e.reason), e);
       }
     for (int r : rr.missing) {
       if (lost.count(r)) continue;  // already a rank.lost finding
+      if (collateral.count(r) && std::any_of(rr.round.tests.begin(), rr.round.tests.end(),
+                                             [](const auto& t) { return group_check(t.key); }))
+        continue;  // hung in a collective with a rank that was gone
       add(bad_by, Code::TestTimeout, {"rank", std::to_string(r)},
           "rank " + std::to_string(r) + " did not finish round " + std::to_string(rr.round.id) + " before its deadline",
           {{"round", rr.round.id}, {"duration_s", rr.duration_s}});

@@ -6,7 +6,7 @@ WORKER="$KILN_BIN/kiln-worker"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_mpi_yield_when_idle=1
 TMP=$(mktemp -d /tmp/kiln-it.XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
+trap '[ -n "${KILN_KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
 FAILS=0
 pass() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }

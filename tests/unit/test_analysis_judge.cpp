@@ -137,6 +137,44 @@ TEST_CASE("judge_plan: a malformed code from a peer is a finding, not a crash", 
   CHECK(fs_.size() == 4);
 }
 
+// A node crashed in round 2: its ranks 4 and 5 are lost; ranks 0-3 of the same all-reduce group
+// timed out waiting on them (as on the testbed's `fault crash` drill). Only the lost ranks are
+// findings. A rank of another group in that round, and a timeout in a round with nobody lost, stay.
+TEST_CASE("judge_plan: group-check failures caused by a peer lost in that round are not findings", "[judge]") {
+  auto end = [](int rank, const std::string& test, Status s) {
+    CheckEnd e;
+    e.test = test;
+    e.host = "n" + std::to_string(rank / 2 + 1);
+    e.rank = rank;
+    e.status = s;
+    e.reason = "the group did not finish";
+    return e;
+  };
+  analysis::RoundRecord crash;
+  crash.round.id = 2;
+  crash.round.tests = {{"mpi.all_reduce", json::object()}};
+  crash.round.groups = {{0, 1, 2, 3, 4, 5}, {6, 7}};
+  crash.expected = {0, 1, 2, 3, 4, 5, 6, 7};
+  crash.missing = {3, 4, 5};  // 3 hung (never came back), 4 and 5 died
+  for (int r : {0, 1, 2}) crash.ends.push_back(end(r, "mpi.all_reduce", Status::Timeout));
+  crash.ends.push_back(end(6, "mpi.all_reduce", Status::Timeout));  // its own group: a real timeout
+  Result slow;
+  slow.test = "mpi.all_reduce";
+  slow.rank = 1;
+  slow.host = "n1";
+  slow.status = Status::Fail;
+  crash.results.push_back(slow);
+  analysis::RoundRecord later;
+  later.round.id = 3;
+  later.round.tests = {{"mpi.all_reduce", json::object()}};
+  later.expected = {0, 1, 2, 3, 6, 7};
+  later.ends.push_back(end(2, "mpi.all_reduce", Status::Error));
+  std::vector<analysis::RankFate> fates;
+  for (int r = 0; r < 8; ++r) fates.push_back({r, "n" + std::to_string(r / 2 + 1), true, r == 4 || r == 5, "peer closed"});
+  const auto k = keys(analysis::judge_plan(8, fates, {crash, later}));
+  CHECK(k == std::set<Key>{{"rank.lost", "4"}, {"rank.lost", "5"}, {"test.timeout", "6"}, {"test.error", "2"}});
+}
+
 TEST_CASE("group_outcomes reads the declared figure, whichever way is better", "[judge]") {
   analysis::RoundPlan plan;
   plan.groups = {{0, 1}, {2, 3}};

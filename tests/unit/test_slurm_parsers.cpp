@@ -245,3 +245,48 @@ TEST_CASE("sinfo node counts are non-negative and their sums cannot overflow", "
   CHECK_THROWS_AS(parse_nodes("NodeName=n1 State=IDLE CPUTot=-2"), SlurmError);
   CHECK_THROWS_AS(parse_topology("SwitchName=s1 Level=-1"), SlurmError);
 }
+
+namespace {
+
+// A job's whole output (slurm-<id>.out), captured on the testbed.
+std::string job_output(const std::string& name) {
+  const auto path = std::filesystem::path(KILN_TEST_DATA) / "slurm" / ("joboutput_" + name + ".txt");
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("missing capture " + path.string());
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+TEST_CASE("job output: the task whose end made SLURM abort the step", "[slurm]") {
+  // kill -9 of rank 3 on node2 (tests/cluster/test_kill_rank.sh): SLURM's PMIx plugin then killed
+  // the other five, whose lines come after "Job step aborted".
+  auto first = parse_first_task_ends(job_output("task_killed"));
+  REQUIRE(first.size() == 1);
+  CHECK(first[0].node == "node2");
+  CHECK(first[0].tasks == std::vector<int>{3});
+  CHECK(first[0].how == "Killed");
+  // node3's step daemon killed while its tasks lived on: the ranks elsewhere crashed inside Open
+  // MPI first, and srun names them; the parser reports what srun said.
+  first = parse_first_task_ends(job_output("pmix_server_lost"));
+  REQUIRE(first.size() == 2);
+  CHECK((first[0].node == "node2" && first[0].tasks == std::vector<int>{2} && first[0].how == "Segmentation fault"));
+  CHECK((first[1].node == "node1" && first[1].tasks == std::vector<int>{0}));
+  // A whole node gone: srun says "Node failure", no step abort, no task to blame.
+  CHECK(parse_first_task_ends(job_output("node_failure")).empty());
+}
+
+TEST_CASE("job output: task lists, and lines that are not task ends", "[slurm]") {
+  const std::string aborted = "srun: Job step aborted: Waiting up to 7 seconds for job step to finish.\n";
+  auto first = parse_first_task_ends("srun: error: n-1: tasks 0-2,5: Exited with exit code 3\n" + aborted);
+  REQUIRE(first.size() == 1);
+  CHECK(first[0].tasks == std::vector<int>{0, 1, 2, 5});
+  CHECK(first[0].how == "Exited with exit code 3");
+  CHECK(parse_first_task_ends("srun: error: node2: task 3: Killed\n").empty());  // never aborted
+  CHECK(parse_first_task_ends(aborted + "srun: error: node2: task 3: Killed\n").empty());  // after: collateral
+  for (const char* junk : {"srun: error: node2: task x: Killed\n", "srun: error: node2: task 3-1: Killed\n",
+                           "srun: error: node2: task 3:\n", "srun: error: Node failure on node3\n",
+                           "srun: error: node2: tasks 0-99999: Killed\n", "srun: error: : task 1: Killed\n",
+                           "srun: error: node2: task -1: Killed\n", "srun: error: node2: task 1,: Killed\n"})
+    CHECK(parse_first_task_ends(std::string(junk) + aborted).empty());
+}
