@@ -75,6 +75,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (void)n.usable();
     }
   });
+  run("parse_first_task_ends", [&] {
+    for (const auto& e : parse_first_task_ends(text)) {
+      fz::expect(!e.node.empty() && !e.how.empty() && !e.tasks.empty() && e.tasks.size() <= 4096,
+                 "parse_first_task_ends", "an empty field or too many tasks");
+      for (int t : e.tasks) fz::expect(t >= 0, "parse_first_task_ends", "negative task");
+    }
+  });
   check_states(text);
   return 0;
 }
