@@ -96,11 +96,16 @@ std::vector<CheckSpec> build() {
                "host-memory MPI_Alltoall sweep over the group: time, algbw, busbw per size (loads every link)",
                Scope::Group, 120, mpi_sweep(1 << 10, 16 << 20, 4.0, 64 << 20, 20),
                FigureSpec{"busbw", "GB/s", true, true}});
-  c.push_back({"net.pair_bw", "point-to-point bandwidth both ways and latency between the two members of each pair",
+  c.push_back({"net.pair_bw",
+               "point-to-point bandwidth both ways and latency between pairs: a pair group's two members, or in a "
+               "larger group each member with `partners` others, one disjoint pairing after another",
                Scope::Group, 120,
                {p("bytes", P::Bytes, 8 << 20, 1, 4 * kGiB, "message size"),
                 p("iters", P::Int, 4, 1, 1e6, "messages each way"),
-                p("pings", P::Int, 100, 1, 1e7, "ping-pongs for the latency")},
+                p("pings", P::Int, 100, 1, 1e7, "ping-pongs for the latency"),
+                p("partners", P::Int, 7, 1, 4096,
+                  "in a group of more than two, pairings to run (each member meets this many others; capped at "
+                  "the group size - 1)")},
                FigureSpec{"bw", "GB/s", true, false}});
   c.push_back({"ib.ports", "HCA port state, rate, width and error counters from sysfs (before/after, or over a window)",
                Scope::PerNode, 60,

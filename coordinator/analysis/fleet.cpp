@@ -22,10 +22,11 @@ void put(std::map<std::string, std::string>& m, const std::string& name, const s
 
 void Fleet::add(const Result& r) {
   if (r.status != Status::Pass && r.status != Status::Fail) return;
-  if (r.entity.kind != "gpu" && r.entity.kind != "node") return;
+  if (r.entity.kind != "gpu" && r.entity.kind != "node" && r.entity.kind != "link") return;
   if (!std::isfinite(r.value)) return;
   const auto* spec = find_check(r.test);
   if (!spec || !spec->figure || r.metric != spec->figure->metric) return;
+  if (r.entity.kind == "link") return add_link(r, *spec->figure);
   auto& f = figures_[Key{r.test, r.metric, r.size_bytes.value_or(-1), r.entity.kind}];
   f.unit = spec->figure->unit;
   f.higher_is_better = spec->figure->higher_is_better;
@@ -33,6 +34,118 @@ void Fleet::add(const Result& r) {
   a.sum += r.value;
   ++a.n;
   a.host = r.host;
+}
+
+// A link between two hosts ("a<->b"); links inside one host ("a/rank0<->a/rank1") are not about the
+// network between nodes and are left out.
+void Fleet::add_link(const Result& r, const FigureSpec& figure) {
+  const auto sep = r.entity.id.find("<->");
+  if (sep == std::string::npos || r.entity.id.find('/') != std::string::npos) return;
+  if (r.entity.id.compare(0, sep, r.entity.id, sep + 3) == 0) return;
+  auto& f = links_[Key{r.test, r.metric, r.size_bytes.value_or(-1), "link"}];
+  f.unit = figure.unit;
+  f.higher_is_better = figure.higher_is_better;
+  // Each direction apart: a link's figure is its worse direction (a fault may shape only one).
+  std::string dir;
+  if (auto it = r.extra.find("direction"); r.extra.is_object() && it != r.extra.end() && it->is_string())
+    dir = it->get<std::string>();
+  auto& a = f.by_entity[r.entity.id + "|" + dir];
+  a.sum += r.value;
+  ++a.n;
+}
+
+namespace {
+
+// Link figures are compared on a log scale: bandwidth noise and faults are multiplicative, and a
+// link 50x slow must stand out however widely healthy links swing.
+double log_of(double v) { return std::log(std::max(v, 1e-12)); }
+
+// The robust spread (1.4826 MAD) of the log figures of the links that `host` is not an end of; all
+// links when the host's are under 5% of them (leaving them out would change nothing, and costs a
+// pass per host).
+double spread_without(const std::vector<std::pair<std::string, double>>& links, const std::string& host,
+                      std::size_t own) {
+  std::vector<double> v;
+  v.reserve(links.size());
+  const bool leave_out = own * 20 > links.size();
+  for (const auto& [id, x] : links) {
+    if (leave_out) {
+      const auto sep = id.find("<->");
+      if (id.compare(0, sep, host) == 0 || id.compare(sep + 3, std::string::npos, host) == 0) continue;
+    }
+    v.push_back(log_of(x));
+  }
+  return v.empty() ? 0.0 : 1.4826 * stats::mad(v);
+}
+
+// Which single links are far worse than the others (as a figure's outlier rule, on links). A node
+// with a minority of such links has them set aside: they are link faults or slow partners, and
+// with them a median of 3 is the lower of 2 healthy links. A node with a majority keeps them all:
+// that is what a slow node looks like.
+struct LinkCut {
+  double log_median = 0, log_sigma = 0, rel_cutoff = 0, z_cutoff = 0;
+  bool higher_is_better = true;
+  bool bad(double v) const {
+    const double worse = higher_is_better ? log_median - log_of(v) : log_of(v) - log_median;
+    return worse >= std::log(1 / (1 - rel_cutoff)) && worse >= z_cutoff * log_sigma;
+  }
+  std::vector<double> keep_minority(const std::vector<double>& values) const {
+    std::vector<double> good;
+    for (double v : values)
+      if (!bad(v)) good.push_back(v);
+    return good.size() * 2 > values.size() && good.size() < values.size() ? good : values;
+  }
+};
+
+LinkCut link_cut(const std::vector<std::pair<std::string, double>>& links, bool higher_is_better,
+                 const FleetConfig& cfg) {
+  std::vector<double> v;
+  for (const auto& [id, x] : links) v.push_back(log_of(x));
+  LinkCut c;
+  c.log_median = stats::median(v);
+  c.log_sigma = std::max(1.4826 * stats::mad(v), std::log1p(cfg.min_rel_sigma));
+  c.rel_cutoff = cfg.rel_cutoff;
+  c.z_cutoff = cfg.z_cutoff;
+  c.higher_is_better = higher_is_better;
+  return c;
+}
+
+}  // namespace
+
+// Each host's figure from its links: the median of the means of the links it is an end of, judged
+// against the spread of single links.
+std::map<Fleet::Key, Fleet::Figure> Fleet::node_figures_from_links(const FleetConfig& cfg) const {
+  std::map<Key, Figure> out;
+  for (const auto& [key, fig] : links_) {
+    std::map<std::string, double> worst;  // link -> its worse direction's mean
+    for (const auto& [id_dir, a] : fig.by_entity) {
+      const std::string id = id_dir.substr(0, id_dir.rfind('|'));
+      const double v = a.sum / a.n;
+      auto [it, fresh] = worst.emplace(id, v);
+      if (!fresh) it->second = fig.higher_is_better ? std::min(it->second, v) : std::max(it->second, v);
+    }
+    std::map<std::string, std::vector<double>> by_host;
+    std::vector<std::pair<std::string, double>> links;
+    for (const auto& [id, v] : worst) {
+      const auto sep = id.find("<->");
+      links.emplace_back(id, v);
+      by_host[id.substr(0, sep)].push_back(v);
+      by_host[id.substr(sep + 3)].push_back(v);
+    }
+    Key k = key;
+    k.kind = "node";
+    auto& f = out[k];
+    f.unit = fig.unit;
+    f.higher_is_better = fig.higher_is_better;
+    f.how = "the median of its links";
+    const LinkCut cut = link_cut(links, fig.higher_is_better, cfg);
+    for (auto& [host, values] : by_host) {
+      if (values.size() < 3) continue;  // one slow peer would decide a median of two
+      const double spread = spread_without(links, host, values.size());
+      if (spread > 0) f.by_entity[host] = Acc{stats::median(cut.keep_minority(values)), 1, host, spread};
+    }
+  }
+  return out;
 }
 
 void Fleet::add_node(const NodeInfo& n) {
@@ -66,6 +179,15 @@ void Fleet::add_record(const Result& r) {
 }
 
 void Fleet::merge(const Fleet& other) {
+  for (const auto& [key, fig] : other.links_) {
+    auto& mine = links_[key];
+    mine.unit = fig.unit;
+    mine.higher_is_better = fig.higher_is_better;
+    for (const auto& [id, a] : fig.by_entity) {
+      mine.by_entity[id].sum += a.sum;
+      mine.by_entity[id].n += a.n;
+    }
+  }
   for (const auto& [key, fig] : other.figures_) {
     auto& mine = figures_[key];
     mine.unit = fig.unit;
@@ -88,6 +210,18 @@ std::vector<Finding> Fleet::findings(const FleetConfig& cfg) const {
   return out;
 }
 
+// How far an entity's figure is from the fleet median m, in robust standard deviations: against the
+// entities' MAD, or for a node's link median on a log scale against the spread of single links.
+double Fleet::robust_z(const Figure& fig, const Acc& a, double m, double mad, const FleetConfig& cfg) {
+  const double v = a.sum / a.n;
+  if (a.sigma > 0) {
+    const double worse = fig.higher_is_better ? log_of(m) - log_of(v) : log_of(v) - log_of(m);
+    return worse / std::max(a.sigma, std::log1p(cfg.min_rel_sigma));
+  }
+  const double worse = fig.higher_is_better ? m - v : v - m;
+  return worse / std::max(1.4826 * mad, cfg.min_rel_sigma * m);
+}
+
 // One finding per entity and check: its worst figure against the fleet.
 std::vector<Finding> Fleet::figure_findings(const FleetConfig& cfg) const {
   struct Worst {
@@ -95,22 +229,25 @@ std::vector<Finding> Fleet::figure_findings(const FleetConfig& cfg) const {
     Finding f;
   };
   std::map<std::pair<std::string, std::string>, Worst> worst;  // (check, entity id)
-  for (const auto& [key, fig] : figures_) {
-    if (static_cast<int>(fig.by_entity.size()) < cfg.min_entities) continue;
+  auto all = node_figures_from_links(cfg);
+  for (const auto& [key, fig] : figures_) all.emplace(key, fig);  // a check's own per-node figure wins
+  for (const auto& [key, fig] : all) {
+    const int at_least = fig.how.empty() ? cfg.min_entities : cfg.min_link_nodes;
+    if (static_cast<int>(fig.by_entity.size()) < at_least) continue;
     std::vector<double> means;
     for (const auto& [id, a] : fig.by_entity) means.push_back(a.sum / a.n);
     const double m = stats::median(means);
     if (!(m > 0)) continue;
     const double mad = stats::mad(means);
-    const double sigma = std::max(1.4826 * mad, cfg.min_rel_sigma * m);
     for (const auto& [id, a] : fig.by_entity) {
       const double v = a.sum / a.n;
       const double worse = fig.higher_is_better ? m - v : v - m;  // > 0: worse than the fleet
-      const double deficit = worse / m, z = worse / sigma;
+      const double deficit = worse / m, z = robust_z(fig, a, m, mad, cfg);
       if (deficit < cfg.rel_cutoff || z < cfg.z_cutoff) continue;
       auto& w = worst[{key.check, id}];
       if (deficit <= w.deficit) continue;
-      const std::string at = key.size >= 0 ? " at " + std::to_string(key.size) + " B" : "";
+      const std::string at = (key.size >= 0 ? " at " + std::to_string(key.size) + " B" : "") +
+                             (fig.how.empty() ? "" : " (" + fig.how + ")");
       w.deficit = deficit;
       w.f = make_finding(Code::FleetOutlier, {key.kind, id},
                          key.check + " " + key.metric + at + " on " + key.kind + " " + id + " is " + short_number(v) + " " +

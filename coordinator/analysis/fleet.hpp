@@ -9,6 +9,16 @@
 // harmless spread nor a tiny but tight difference makes a finding. Heavy tails in the others do
 // not move a median.
 //
+// Links: a pair check's figure is about a link between two nodes, in its worse direction (a fault
+// may shape one direction only; averaging both would halve it). Each node's figure is then the
+// median of its links (net.pair_bw meets every node with several partners), compared like a
+// per-node figure: a slow node is slow with every partner, while a healthy node with one slow
+// partner keeps a healthy median. Its robust z is taken on a log scale (bandwidth noise and faults
+// are multiplicative) against the spread of single links: node
+// medians of 3 links are tight, and a node whose median is the lower of two healthy links (its
+// third partner is slow) must not stand out from them. That spread leaves out the node's own links
+// when they are a sizeable part of all links (a small fleet), so a slow node does not widen it.
+//
 // Settings: software versions and node properties (driver, CUDA, NCCL, MPI, kernel, CPU model,
 // GPU model and count, memory) are compared across nodes; a node whose value differs from what a
 // clear majority of nodes have is an odd one out.
@@ -23,6 +33,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/checks.hpp"
 #include "common/types.hpp"
 
 namespace kiln::analysis {
@@ -32,6 +43,7 @@ struct FleetConfig {
   double z_cutoff = 4.0;        // and a robust z of at least 4
   double min_rel_sigma = 0.02;  // floor on the spread: 2% of the median
   int min_entities = 4;         // fewer entities of a kind: no fleet to compare with
+  int min_link_nodes = 6;       // nodes judged by their links: fewer, and single links decide too much
   double majority = 0.6;        // settings: the common value must be held by at least 60% of nodes
   int min_nodes = 3;
 };
@@ -62,16 +74,22 @@ class Fleet {
     double sum = 0;
     int n = 0;
     std::string host;
+    double sigma = 0;  // > 0: the log-scale spread to judge this entity against (a node's links: see above)
   };
   struct Figure {
     std::string unit;
     bool higher_is_better = true;
     std::map<std::string, Acc> by_entity;
+    std::string how;  // how an entity's figure is made, when not its own mean (links: the median)
   };
+  void add_link(const Result& r, const FigureSpec& figure);
+  std::map<Key, Figure> node_figures_from_links(const FleetConfig& cfg) const;
+  static double robust_z(const Figure& fig, const Acc& a, double m, double mad, const FleetConfig& cfg);
   std::vector<Finding> figure_findings(const FleetConfig& cfg) const;
   std::vector<Finding> setting_findings(const FleetConfig& cfg) const;
 
   std::map<Key, Figure> figures_;
+  std::map<Key, Figure> links_;  // per link between two hosts, "a<->b"
   std::map<std::string, std::map<std::string, std::string>> settings_;  // host -> name -> value
 };
 

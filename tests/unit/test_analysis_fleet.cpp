@@ -98,3 +98,59 @@ TEST_CASE("fleet: the node with another driver or kernel is the odd one out", "[
   for (int n = 0; n < 4; ++n) split.add_inventory("n" + std::to_string(n), {{"kernel", n < 2 ? "a" : "b"}});
   CHECK(split.findings().empty());
 }
+
+namespace {
+
+// net.pair_bw over `nodes` hosts, pairings of the circle method as the check runs them with its
+// default of 7 partners (all pairs up to 8 nodes), both directions; a link's figure is divided by slow_node when one end is `slow` and by slow_link when
+// it is that link. Lognormal noise of 10%.
+Fleet pair_fleet(int nodes, const std::string& slow, double slow_node, const std::string& slow_pair,
+                 double slow_link, unsigned seed) {
+  Fleet f;
+  std::mt19937 rng(seed);
+  std::lognormal_distribution<double> noise(0.0, 0.1);
+  const int n = nodes + nodes % 2;
+  for (int round = 0; round < std::min(n - 1, 7 + nodes % 2); ++round)
+    for (int x = 0; x < nodes; ++x) {
+      const int y = x == n - 1 ? round : x == round ? n - 1 : ((2 * round - x) % (n - 1) + (n - 1)) % (n - 1);
+      if (y >= nodes || y < x) continue;
+      const std::string a = "node" + std::to_string(x), b = "node" + std::to_string(y);
+      for (int dir = 0; dir < 2; ++dir) {
+        Result r;
+        r.test = "net.pair_bw";
+        r.host = a;
+        r.metric = "bw";
+        r.unit = "GB/s";
+        r.size_bytes = 8 << 20;
+        r.entity = {"link", std::min(a, b) + "<->" + std::max(a, b)};
+        r.value = 1.0 * noise(rng) / ((a == slow || b == slow) ? slow_node : 1.0) /
+                  (r.entity.id == slow_pair ? slow_link : 1.0);
+        f.add_record(r);
+      }
+    }
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("fleet: a node slow with every partner stands out by its median link; one slow link does not", "[fleet]") {
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    auto found = pair_fleet(6, "node3", 5.0, "", 1.0, seed).findings();
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].code == Code::FleetOutlier);
+    CHECK(found[0].entity.id == "node3");
+    CHECK(found[0].summary.find("the median of its links") != std::string::npos);
+    // One slow link among healthy nodes: each end keeps two healthy partners, so no node is named.
+    CHECK(pair_fleet(6, "", 1.0, "node1<->node4", 10.0, seed).findings().empty());
+    CHECK(pair_fleet(16, "", 1.0, "", 1.0, seed).findings().empty());
+  }
+  // Links inside one host are not about the network and are left out.
+  Fleet f;
+  Result r;
+  r.test = "net.pair_bw";
+  r.metric = "bw";
+  r.entity = {"link", "n1/rank0<->n1/rank1"};
+  r.value = 1;
+  f.add_record(r);
+  CHECK(f.figures() == 0);
+}

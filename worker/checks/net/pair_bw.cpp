@@ -1,6 +1,13 @@
 // net.pair_bw: point-to-point bandwidth each way and round-trip latency between the two members
 // of a pair group, over whatever transport MPI uses between them. Results are about the link
 // "hostA<->hostB" (or the two ranks when they share a host).
+//
+// In a group of more than two, the members meet in disjoint pairs, one pairing after another (the
+// circle method: in pairing r of n slots, x meets 2r - x mod n-1, and the member at slot r meets
+// slot n-1; an odd group has an empty slot, whose partner sits the pairing out). `partners`
+// pairings give every member that many different partners, so each node has several links
+// measured and one slow peer does not make it look slow (the fleet comparison takes each node's
+// median link).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -18,35 +25,51 @@ class NetPairBw : public Check {
   std::string key() const override { return "net.pair_bw"; }
 
   void run(Context& ctx, ResultSink& sink) override {
-    if (ctx.group_size != 2) {
+    if (ctx.group_size < 2) {
       Result r;
       r.metric = "pair";
       r.status = Status::Skip;
-      r.reason = "net.pair_bw needs groups of two ranks (this group has " + std::to_string(ctx.group_size) + ")";
+      r.reason = "net.pair_bw needs a group of at least two ranks (this group has " + std::to_string(ctx.group_size) + ")";
       sink.emit(r);
       return;
     }
-    const int me = ctx.group_rank, peer = 1 - me;
-    // Who is on the other end, for the link's name (a deadline-bounded swap: a peer that never
-    // answers is a timeout, not a hang).
-    char mine[256] = {}, theirs[256] = {};
-    std::snprintf(mine, sizeof mine, "%s", ctx.node.host.c_str());
-    if (!mpi_deadline::Exchanger(ctx.comm).swap(peer, mine, theirs, sizeof mine, ctx.deadline))
-      throw DeadlineExceeded("the peer did not answer before the deadline");
-    std::string a = ctx.node.host, b = theirs;
-    if (a == b) {
-      a += "/rank" + std::to_string(ctx.group_world_ranks[static_cast<std::size_t>(me)]);
-      b += "/rank" + std::to_string(ctx.group_world_ranks[static_cast<std::size_t>(peer)]);
+    const int n = ctx.group_size + ctx.group_size % 2;  // slots: one empty when the group is odd
+    // An odd group leaves one member out of each pairing: one more pairing gives everyone enough.
+    const int wanted = ctx.group_size == 2 ? 1 : ctx.param<int>("partners", 7) + ctx.group_size % 2;
+    const int pairings = std::min(n - 1, wanted);
+    for (int round = 0; round < pairings; ++round) {
+      const int peer = partner_in(n, round, ctx.group_rank);
+      one_pair(ctx, sink, peer < ctx.group_size ? peer : -1);
     }
-    const Entity link{"link", std::min(a, b) + "<->" + std::max(a, b)};
+  }
 
+ private:
+  // The circle method's partner of slot x in pairing r of n slots (n even).
+  static int partner_in(int n, int r, int x) {
+    if (x == n - 1) return r;
+    if (x == r) return n - 1;
+    return ((2 * r - x) % (n - 1) + (n - 1)) % (n - 1);
+  }
+
+  // One pairing: measures with `peer` (a group rank), or only keeps the pairing's barriers in step
+  // when this member sits it out (peer -1).
+  void one_pair(Context& ctx, ResultSink& sink, int peer) {
+    const int me = ctx.group_rank;
     const std::int64_t bytes = ctx.param<std::int64_t>("bytes", 8 << 20);
     const int iters = ctx.param<int>("iters", 4);
-    auto buf = std::make_unique<std::vector<char>>(static_cast<std::size_t>(bytes), 1);
+    const int pings = ctx.param<int>("pings", 100);
+    auto buf = std::make_unique<std::vector<char>>(static_cast<std::size_t>(peer >= 0 ? bytes : 8), 1);
     auto ack = std::make_unique<std::vector<char>>(1, 0);
-    // One direction at a time: sender streams `iters` messages, receiver answers one byte.
+    auto barrier = [&] { wait_request(ctx, [&](MPI_Request* r) { return MPI_Ibarrier(ctx.comm, r); }, buf, ack); };
+    if (peer < 0) {
+      for (int i = 0; i < 3; ++i) barrier();
+      return;
+    }
+    const Link link = name_link(ctx, peer);
+    const int lo = std::min(me, peer);
+    // One direction at a time: the sender streams `iters` messages, the receiver answers one byte.
     auto one_way = [&](int sender) {
-      wait_request(ctx, [&](MPI_Request* r) { return MPI_Ibarrier(ctx.comm, r); }, buf, ack);
+      barrier();
       const double t0 = MPI_Wtime();
       for (int i = 0; i < iters; ++i) {
         if (me == sender)
@@ -60,26 +83,25 @@ class NetPairBw : public Check {
         wait_request(ctx, [&](MPI_Request* r) { return MPI_Isend(ack->data(), 1, MPI_CHAR, peer, 3, ctx.comm, r); }, buf, ack);
       return static_cast<double>(bytes) * iters / (MPI_Wtime() - t0) / 1e9;
     };
-    const double bw01 = one_way(0);
-    const double bw10 = one_way(1);
+    const double bw_lo = one_way(lo);
+    const double bw_hi = one_way(me == lo ? peer : me);
     // Latency: ping-pong of 8 bytes, half the mean round trip.
-    const int pings = ctx.param<int>("pings", 100);
-    wait_request(ctx, [&](MPI_Request* r) { return MPI_Ibarrier(ctx.comm, r); }, buf, ack);
+    barrier();
     const double t0 = MPI_Wtime();
     for (int i = 0; i < pings; ++i) {
-      if (me == 0) {
-        wait_request(ctx, [&](MPI_Request* r) { return MPI_Isend(buf->data(), 8, MPI_CHAR, peer, 4, ctx.comm, r); }, buf, ack);
-        wait_request(ctx, [&](MPI_Request* r) { return MPI_Irecv(buf->data(), 8, MPI_CHAR, peer, 4, ctx.comm, r); }, buf, ack);
-      } else {
-        wait_request(ctx, [&](MPI_Request* r) { return MPI_Irecv(buf->data(), 8, MPI_CHAR, peer, 4, ctx.comm, r); }, buf, ack);
-        wait_request(ctx, [&](MPI_Request* r) { return MPI_Isend(buf->data(), 8, MPI_CHAR, peer, 4, ctx.comm, r); }, buf, ack);
+      const bool first = me == lo;
+      for (int leg = 0; leg < 2; ++leg) {
+        if ((leg == 0) == first)
+          wait_request(ctx, [&](MPI_Request* r) { return MPI_Isend(buf->data(), 8, MPI_CHAR, peer, 4, ctx.comm, r); }, buf, ack);
+        else
+          wait_request(ctx, [&](MPI_Request* r) { return MPI_Irecv(buf->data(), 8, MPI_CHAR, peer, 4, ctx.comm, r); }, buf, ack);
       }
     }
     const double lat_us = (MPI_Wtime() - t0) / pings / 2 * 1e6;
-    if (me != 0) return;  // one report per pair
+    if (me != lo) return;  // one report per pair
     auto emit = [&](const char* metric, double v, const char* unit, const std::string& dir) {
       Result r;
-      r.entity = link;
+      r.entity = link.entity;
       r.metric = metric;
       r.value = v;
       r.unit = unit;
@@ -87,9 +109,29 @@ class NetPairBw : public Check {
       r.extra = {{"direction", dir}};
       sink.emit(r);
     };
-    emit("bw", bw01, "GB/s", a + "->" + b);
-    emit("bw", bw10, "GB/s", b + "->" + a);
+    emit("bw", bw_lo, "GB/s", link.mine + "->" + link.theirs);
+    emit("bw", bw_hi, "GB/s", link.theirs + "->" + link.mine);
     emit("latency", lat_us, "us", "round trip / 2");
+  }
+
+  struct Link {
+    Entity entity;
+    std::string mine, theirs;
+  };
+
+  // Who is on the other end, for the link's name (a deadline-bounded swap: a peer that never
+  // answers is a timeout, not a hang).
+  static Link name_link(Context& ctx, int peer) {
+    char mine[256] = {}, theirs[256] = {};
+    std::snprintf(mine, sizeof mine, "%s", ctx.node.host.c_str());
+    if (!mpi_deadline::Exchanger(ctx.comm).swap(peer, mine, theirs, sizeof mine, ctx.deadline))
+      throw DeadlineExceeded("the peer did not answer before the deadline");
+    std::string a = ctx.node.host, b = theirs;
+    if (a == b) {
+      a += "/rank" + std::to_string(ctx.group_world_ranks[static_cast<std::size_t>(ctx.group_rank)]);
+      b += "/rank" + std::to_string(ctx.group_world_ranks[static_cast<std::size_t>(peer)]);
+    }
+    return {{"link", std::min(a, b) + "<->" + std::max(a, b)}, a, b};
   }
 };
 

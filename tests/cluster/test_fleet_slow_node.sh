@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# A node slowed with the fault command (tbf, 100 Mbit/s into node3) is found two ways in one
+# campaign: the fleet path (net.pair_bw in the plan meets every node with all 5 others; node3's
+# median link stands out against the fleet: fleet.outlier) and localization (node.slow). Nothing
+# else is named. Then, with the fault cleared, the same campaign has no finding.
+source "$(dirname "$0")/localize_lib.sh"
+need_testbed 6
+trap 'clear_faults; [ -n "${KILN_KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
+clear_faults
+"$TESTBED" fault slow node3 100mbit > /dev/null || { echo "SKIP: cannot shape node3"; exit 77; }
+OUT="$TMP/slow"
+LOCALIZE_TESTS=host.inventory,net.pair_bw run_localize "$OUT"
+F=$(findings "$OUT" | sort)
+echo "findings:"; echo "$F"
+[ $RC -eq 1 ] && pass "exit 1 (findings)" || { bad "exit $RC"; show_run "$OUT"; }
+[ "$F" = "$(printf 'fleet.outlier node node3\nnode.slow node node3')" ] \
+  && pass "node3 named by the fleet path (fleet.outlier) and by localization (node.slow), nothing else" \
+  || { bad "findings"; show_run "$OUT"; }
+python3 - "$OUT" <<'PY' && pass "the fleet finding states node3's median link and the fleet's" || bad "fleet evidence"
+import json, sys
+rep = json.load(open(sys.argv[1] + "/report.json"))
+f = [f for f in rep["findings"] if f["code"] == "fleet.outlier"][0]
+ev = f["evidence"][0]
+print(f["summary"])
+assert "median of its links" in f["summary"] and ev["check"] == "net.pair_bw"
+assert ev["value"] < 0.75 * ev["fleet_median"], ev
+PY
+clear_faults
+OUT="$TMP/clean"
+LOCALIZE_TESTS=host.inventory,net.pair_bw run_localize "$OUT"
+F=$(findings "$OUT")
+[ $RC -eq 0 ] && [ -z "$F" ] && pass "fault cleared: exit 0, no finding" || { bad "clean run: exit $RC, findings: $F"; show_run "$OUT"; }
+finish
