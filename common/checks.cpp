@@ -86,7 +86,8 @@ CheckSpec rdma(std::string key, std::string what, bool latency) {
 
 std::vector<CheckSpec> build() {
   std::vector<CheckSpec> c;
-  c.push_back({"host.inventory", "CPUs, memory, kernel, GPUs, CUDA/NCCL/MPI versions of the node", Scope::PerNode, 30,
+  c.push_back({"host.inventory", "CPUs, memory, kernel, GPUs, CUDA/NCCL/MPI/rdma-core versions of the node",
+               Scope::PerNode, 30,
                {p("expected_cpus", P::Int, nullptr, 1, 1e6, "fail when the node has another number of CPUs"),
                 p("expected_gpus", P::Int, nullptr, 0, 64, "fail when CUDA sees another number of GPUs")},
                std::nullopt});
