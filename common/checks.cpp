@@ -72,6 +72,8 @@ std::vector<ParamSpec> rdma_pair(bool latency) {
           p("iters", P::Int, latency ? 10000 : 2000, 1, 1e8, "operations per rail"),
           p("depth", P::Int, latency ? 1 : 64, 1, 4096, "operations in flight per QP"),
           p("gid_index", P::Int, 0, 0, 255, "GID index (RoCE)"),
+          p("device", P::String, "nearest", none, none,
+            "HCA ports to drive: nearest (to the rank's GPU), all, or a list such as mlx5_0,mlx5_1:1"),
           p("sysfs_root", P::String, nullptr, none, none, "read HCAs from this tree instead of /sys (tests)")};
 }
 
@@ -166,9 +168,9 @@ std::vector<CheckSpec> build() {
   c.push_back(nccl("nccl.sendrecv",
                    "NCCL send/recv to the next rank of the group while receiving from the previous one: busbw = algbw"));
   c.push_back(rdma("rdma.write_bw",
-                   "RDMA WRITE bandwidth between the pair on every rail at once (RC QPs, host or GPU memory)", false));
+                   "RDMA WRITE bandwidth between the pair on all its rails at once (RC QPs, host or GPU memory)", false));
   c.push_back(rdma("rdma.read_bw",
-                   "RDMA READ bandwidth between the pair on every rail at once (RC QPs, host or GPU memory)", false));
+                   "RDMA READ bandwidth between the pair on all its rails at once (RC QPs, host or GPU memory)", false));
   c.push_back(rdma("rdma.send_lat",
                    "RDMA SEND/RECV ping-pong latency between the pair, rail by rail (half the round trip)", true));
   return c;

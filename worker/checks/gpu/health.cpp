@@ -1,14 +1,16 @@
 // gpu.health: inventory and health of every GPU of the node, read through NVML (loaded at run
 // time) and probed through CUDA. Count and model against the spec, driver, ECC mode and counts,
 // retired pages, row remapping, PCIe link, NVLink links, clocks, power limit, throttle reasons,
-// persistence and MIG mode, and the XID events seen since the worker started. Read-only: it
-// changes no setting.
+// persistence and MIG mode, the HCA nearest each GPU (PCI topology), and the XID events seen since
+// the worker started. Read-only: it changes no setting.
 #include <cstdlib>
 #include <sstream>
 
 #include "worker/checks/gpu/gpu_check.hpp"
 #include "worker/hw/cuda_util.hpp"
+#include "worker/hw/ib_sysfs.hpp"
 #include "worker/hw/nvml.hpp"
+#include "worker/hw/pci_topology.hpp"
 
 namespace kiln::worker::gpu {
 namespace {
@@ -117,6 +119,13 @@ void read_nvlink(const nvml::Lib& lib, nvml::Device d, json& f) {
   f["nvlinks_inactive"] = n.inactive;
 }
 
+// The HCA nearest the GPU on the PCI tree, the one its rank's RDMA traffic uses (docs/nccl-rdma.md).
+void read_nearest_hca(json& f) {
+  if (!f.contains("pci_bus_id")) return;
+  if (auto b = topo::nearest_hca(f["pci_bus_id"].get<std::string>(), rdma::ib_root_from_env()))
+    f["nearest_hca"] = b->to_json();
+}
+
 // Clocks, power limit and draw, temperature and throttle reasons.
 void read_power(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f, Problems& p) {
   unsigned c = 0, cm = 0;
@@ -170,6 +179,7 @@ bool read_gpu(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f,
   read_memory_health(lib, d, ctx, f, p);
   read_pcie(lib, d, ctx, f, p);
   read_nvlink(lib, d, f);
+  read_nearest_hca(f);
   read_power(lib, d, ctx, f, p);
   read_modes(lib, d, ctx, f, p);
   return true;
