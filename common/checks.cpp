@@ -72,6 +72,8 @@ std::vector<ParamSpec> rdma_pair(bool latency) {
           p("iters", P::Int, latency ? 10000 : 2000, 1, 1e8, "operations per rail"),
           p("depth", P::Int, latency ? 1 : 64, 1, 4096, "operations in flight per QP"),
           p("gid_index", P::Int, 0, 0, 255, "GID index (RoCE)"),
+          p("device", P::String, "nearest", none, none,
+            "HCA ports to drive: nearest (to the rank's GPU), all, or a list such as mlx5_0,mlx5_1:1"),
           p("sysfs_root", P::String, nullptr, none, none, "read HCAs from this tree instead of /sys (tests)")};
 }
 
@@ -86,7 +88,8 @@ CheckSpec rdma(std::string key, std::string what, bool latency) {
 
 std::vector<CheckSpec> build() {
   std::vector<CheckSpec> c;
-  c.push_back({"host.inventory", "CPUs, memory, kernel, GPUs, CUDA/NCCL/MPI versions of the node", Scope::PerNode, 30,
+  c.push_back({"host.inventory", "CPUs, memory, kernel, GPUs, CUDA/NCCL/MPI/rdma-core versions of the node",
+               Scope::PerNode, 30,
                {p("expected_cpus", P::Int, nullptr, 1, 1e6, "fail when the node has another number of CPUs"),
                 p("expected_gpus", P::Int, nullptr, 0, 64, "fail when CUDA sees another number of GPUs")},
                std::nullopt});
@@ -170,9 +173,9 @@ std::vector<CheckSpec> build() {
   c.push_back(nccl("nccl.sendrecv",
                    "NCCL send/recv to the next rank of the group while receiving from the previous one: busbw = algbw"));
   c.push_back(rdma("rdma.write_bw",
-                   "RDMA WRITE bandwidth between the pair on every rail at once (RC QPs, host or GPU memory)", false));
+                   "RDMA WRITE bandwidth between the pair on all its rails at once (RC QPs, host or GPU memory)", false));
   c.push_back(rdma("rdma.read_bw",
-                   "RDMA READ bandwidth between the pair on every rail at once (RC QPs, host or GPU memory)", false));
+                   "RDMA READ bandwidth between the pair on all its rails at once (RC QPs, host or GPU memory)", false));
   c.push_back(rdma("rdma.send_lat",
                    "RDMA SEND/RECV ping-pong latency between the pair, rail by rail (half the round trip)", true));
   return c;

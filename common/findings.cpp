@@ -77,6 +77,11 @@ const std::vector<CatalogEntry>& catalog() {
        "a GPU's PCIe link can reach only a lower generation than the spec asks for",
        "check the slot, riser and BIOS PCIe generation setting of {entity}; correct the spec if the platform is "
        "older"},
+      {Code::GpuNvlinkDown, "gpu.nvlink_down", S::Error, "gpu",
+       "a GPU has fewer active NVLink links than the spec expects",
+       "run nvidia-smi nvlink --status on the node of {entity} and check the fabric manager and NVSwitch state "
+       "(nvidia-smi -q, its log); reset the GPU at a maintenance window, and reseat or RMA the GPU baseboard if "
+       "the links stay down"},
       {Code::GpuPowerLimit, "gpu.power_limit", S::Warning, "gpu",
        "a GPU's power limit is below its default, so it cannot reach its rated throughput",
        "restore the default power limit (nvidia-smi -pl) or find which tool lowered it, then rerun gpu.burn"},
@@ -92,6 +97,13 @@ const std::vector<CatalogEntry>& catalog() {
        "read the error in the evidence; check the driver/CUDA install on that node"},
       {Code::GpuNvml, "gpu.nvml", S::Error, "node", "NVML could not be loaded or queried on the node",
        "check that the NVIDIA driver (libnvidia-ml.so.1) is installed and matches the kernel module on {entity}"},
+      {Code::HcaCount, "hca.count", S::Error, "node", "the node has fewer HCAs with an active port than the spec expects",
+       "run ibstat (or ibv_devinfo) on {entity}: a device that is missing points at the card, its slot or the "
+       "driver (lspci, dmesg for mlx5_core), a port that is not ACTIVE at the cable or the switch port; fix it "
+       "and rerun ib.ports"},
+      {Code::HcaRate, "hca.rate", S::Error, "hca", "an HCA port runs at a lower rate than the spec expects",
+       "check the rate and width of {entity} (ibstat): a link trained at fewer lanes or a lower speed points at "
+       "the cable, the transceiver or the switch port; reseat or replace the cable and rerun ib.ports"},
       {Code::FleetOutlier, "fleet.outlier", S::Error, "gpu",
        "a GPU or node measured clearly worse than the rest of the fleet (the median of every GPU or node of "
        "the campaign), though it may look healthy beside its own node's GPUs",
@@ -99,7 +111,7 @@ const std::vector<CatalogEntry>& catalog() {
        "link (nvidia-smi -q), then rerun the check on it alone"},
       {Code::FleetSetting, "fleet.setting", S::Warning, "node",
        "a node's software version or setting differs from what most nodes of the campaign have",
-       "bring {entity} in line with the fleet (same driver, CUDA, NCCL, MPI, kernel) or confirm the "
+       "bring {entity} in line with the fleet (same driver, CUDA, NCCL, MPI, rdma-core, kernel) or confirm the "
        "difference is intended"},
       {Code::NotTested, "not.tested", S::Warning, "node",
        "a check the node's class requires (docs/spec.md) did not run to a verdict there: it was skipped, left "
@@ -113,7 +125,7 @@ const std::vector<CatalogEntry>& catalog() {
        "for the cause (clocks, power, links, cabling, fabric settings); correct the spec only if its figure was "
        "wrong"},
       {Code::SoftwareVersion, "software.version", S::Error, "node",
-       "the node runs a CUDA, NCCL, MPI or kernel version the spec does not accept",
+       "the node runs a CUDA, NCCL, MPI, rdma-core or kernel version the spec does not accept",
        "install the version the spec names on {entity} (or correct the spec) and rerun"},
       {Code::ResultInvalid, "result.invalid", S::Error, "rank",
        "a worker sent a value kiln cannot use (an unknown finding code or a malformed field)",

@@ -42,6 +42,7 @@ enum class Code {
   GpuResetRequired,
   GpuPcieDegraded,
   GpuPcieSlow,
+  GpuNvlinkDown,
   GpuPowerLimit,
   GpuPersistence,
   GpuMigMode,
@@ -49,6 +50,8 @@ enum class Code {
   GpuHang,
   GpuCuda,
   GpuNvml,
+  HcaCount,
+  HcaRate,
   FleetOutlier,
   FleetSetting,
   NotTested,
@@ -62,7 +65,7 @@ struct CatalogEntry {
   Code code;
   std::string_view name;         // the code on the wire and in reports: "gpu.sdc"
   Severity severity;
-  std::string_view entity_kind;  // node | rank | gpu | link | nvlink | switch | job
+  std::string_view entity_kind;  // node | rank | gpu | hca | link | nvlink | switch | job
   std::string_view meaning;      // one line: what the finding says
   // What to do. "{entity}" is replaced by the entity's id when the finding is made.
   std::string_view next_step;

@@ -140,7 +140,8 @@ std::vector<std::string> required_by_fields(const NodeClass& c) {
   if (!h.gpu_model.empty() || h.gpus_per_node || h.gpu_memory_gib || h.nvlinks_per_gpu || h.pcie_gen ||
       h.pcie_width || s.driver)
     out.push_back("gpu.health");
-  if (h.hcas_per_node || h.hca_rate_gbps) out.push_back("ib.ports");
+  // hcas_per_node = 0 (a class without HCAs) needs no reading: fewer than none cannot be.
+  if ((h.hcas_per_node && *h.hcas_per_node > 0) || h.hca_rate_gbps) out.push_back("ib.ports");
   if (s.cuda || s.nccl || s.mpi || s.rdma_core || s.kernel) out.push_back("host.inventory");
   return out;
 }

@@ -261,7 +261,8 @@ class Parser {
          {{"gpu_model", [&](auto& k, auto& n) { h.gpu_model = string_value(err_, k, n).value_or(""); }},
           {"gpus_per_node", count(h.gpus_per_node, 0, 1024)},
           {"gpu_memory_gib", positive(h.gpu_memory_gib)},
-          {"nvlinks_per_gpu", count(h.nvlinks_per_gpu, 0, 1024)},
+          // gpu.health reads links 0..17, NVML_NVLINK_MAX_LINKS: more could never be met.
+          {"nvlinks_per_gpu", count(h.nvlinks_per_gpu, 0, 18)},
           {"pcie_gen", count(h.pcie_gen, 1, 7)},
           {"pcie_width", [&](auto& k, auto& n) { pcie_width(k, n, h); }},
           {"hcas_per_node", count(h.hcas_per_node, 0, 1024)},

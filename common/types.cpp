@@ -148,7 +148,8 @@ void to_json(nlohmann::json& j, const NodeInfo& n) {
        {"cuda_runtime", n.cuda_runtime},
        {"nccl_version", n.nccl_version},
        {"mpi_version", n.mpi_version},
-       {"ib_devices", n.ib_device_count}};
+       {"ib_devices", n.ib_device_count},
+       {"hca", n.hca}};
 }
 void from_json(const nlohmann::json& j, NodeInfo& n) {
   n.host = j.value("host", std::string{});
@@ -164,6 +165,7 @@ void from_json(const nlohmann::json& j, NodeInfo& n) {
   n.nccl_version = j.value("nccl_version", std::string{});
   n.mpi_version = j.value("mpi_version", std::string{});
   n.ib_device_count = int_or<int>(j, "ib_devices", 0);
+  n.hca = j.value("hca", std::string{});
 }
 
 std::string to_string(Severity s) {

@@ -141,6 +141,9 @@ struct NodeInfo {
   std::string mpi_version;
   std::string gpu_skip_reason;  // why gpu_count is 0, for SKIP results
   int ib_device_count = 0;
+  // The HCA nearest this rank's GPU (local_rank % gpu_count) on the PCI tree (mlx5_3), the one its
+  // RDMA checks use by default; "" when the rank has no GPU, the node no HCA, or sysfs says nothing.
+  std::string hca;
 };
 void to_json(nlohmann::json& j, const NodeInfo& n);
 void from_json(const nlohmann::json& j, NodeInfo& n);

@@ -4,6 +4,9 @@
 
 #include <filesystem>
 
+#include "worker/hw/ib_sysfs.hpp"
+#include "worker/hw/pci_topology.hpp"
+
 #if KILN_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
@@ -48,6 +51,11 @@ NodeInfo gather_node_info() {
     cudaDeviceProp p{};
     if (cudaGetDeviceProperties(&p, i) == cudaSuccess) n.gpu_models.push_back(p.name);
   }
+  if (count > 0) {
+    char bus_id[32] = {};
+    if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, n.local_rank % count) == cudaSuccess)
+      if (auto b = topo::nearest_hca(bus_id, rdma::ib_root_from_env())) n.hca = b->hca;
+  }
   int v = 0;
   if (cudaDriverGetVersion(&v) == cudaSuccess && v > 0) n.cuda_driver = cuda_version_string(v);
   if (cudaRuntimeGetVersion(&v) == cudaSuccess) n.cuda_runtime = cuda_version_string(v);
@@ -60,7 +68,7 @@ NodeInfo gather_node_info() {
     n.nccl_version = std::to_string(nv / 10000) + "." + std::to_string((nv % 10000) / 100) + "." + std::to_string(nv % 100);
 #endif
   std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator("/sys/class/infiniband", ec);
+  for (auto it = std::filesystem::directory_iterator(rdma::ib_root_from_env(), ec);
        !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
     ++n.ib_device_count;
   return n;

@@ -186,13 +186,26 @@ struct GpuHardware {
   Entity gpu;
   std::optional<double> memory_gib;
   std::optional<int> pcie_gen, pcie_width;
+  std::optional<int> nvlinks;  // NVLink links up; none when gpu.health could not read them
+  nlohmann::json nvlinks_inactive;
+  std::string nvlink_error;
 };
 
-// What the node's records say beyond NodeInfo: the driver (gpu.health), the kernel
-// (host.inventory), and each GPU's hardware (gpu.health).
+// One HCA port over the plan's ib.ports readings: active when it was ACTIVE in every one, at the
+// lowest rate an ACTIVE reading gave.
+struct HcaPort {
+  std::string device;
+  std::string state;  // the last reading that was not ACTIVE, else ACTIVE
+  bool active = true;
+  std::optional<double> rate_gbps;
+};
+
+// What the node's records say beyond NodeInfo: the driver (gpu.health), the kernel and rdma-core
+// (host.inventory), each GPU's hardware (gpu.health) and each HCA port (ib.ports).
 struct Reported {
-  std::string driver, kernel;
+  std::string driver, kernel, rdma_core;
   std::vector<GpuHardware> gpus;
+  std::map<std::string, HcaPort> ports;  // by entity id, host/dev:port
 };
 
 std::optional<int> max_of(const json& extra, const char* key) {
@@ -202,10 +215,108 @@ std::optional<int> max_of(const json& extra, const char* key) {
 }
 
 GpuHardware gpu_hardware(const Result& r) {
-  GpuHardware g{r.entity, std::nullopt, max_of(r.extra, "pcie_gen"), max_of(r.extra, "pcie_width")};
+  GpuHardware g;
+  g.gpu = r.entity;
+  g.pcie_gen = max_of(r.extra, "pcie_gen");
+  g.pcie_width = max_of(r.extra, "pcie_width");
   if (auto it = r.extra.find("memory_total_bytes"); it != r.extra.end() && it->is_number())
     g.memory_gib = it->get<double>() / (1024.0 * 1024.0 * 1024.0);
+  if (auto it = r.extra.find("nvlinks_active"); it != r.extra.end() && it->is_number_integer())
+    g.nvlinks = it->get<int>();
+  if (auto it = r.extra.find("nvlinks_inactive"); it != r.extra.end() && it->is_array()) g.nvlinks_inactive = *it;
+  if (auto it = r.extra.find("nvlink_error"); it != r.extra.end() && it->is_string()) g.nvlink_error = it->get<std::string>();
   return g;
+}
+
+void add_port(Reported& rep, const Result& r) {
+  if (r.entity.kind != "hca" || (r.status != Status::Pass && r.status != Status::Fail)) return;
+  const auto slash = r.entity.id.find('/');
+  const std::string port = r.entity.id.substr(slash == std::string::npos ? 0 : slash + 1);
+  auto& p = rep.ports[r.entity.id];
+  p.device = port.substr(0, port.rfind(':'));
+  const auto it = r.extra.find("state");
+  const std::string state = it != r.extra.end() && it->is_string() ? it->get<std::string>() : "";
+  if (state != "ACTIVE") {
+    p.active = false;
+    p.state = state.empty() ? std::string("unknown") : state;
+    return;
+  }
+  if (p.state.empty()) p.state = state;
+  if (!p.rate_gbps || r.value < *p.rate_gbps) p.rate_gbps = r.value;
+}
+
+bool is_optional(const Expectations& e, const NodeClass& c, const std::string& check) {
+  return e.optional.count(check) || std::find(c.optional.begin(), c.optional.end(), check) != c.optional.end();
+}
+
+// A requirement whose check ran but read nothing to compare: not.tested, like a missing version.
+Finding requirement_untested(const NodeSeen& n, const NodeClass& c, const std::string& check, const std::string& what,
+                             const std::string& reason) {
+  return make_finding(Code::NotTested, {"node", n.host}, what + " was not tested on " + n.host + ": " + reason,
+                      json::array({{{"check", check}, {"requirement", what}, {"reason", reason}, {"class", c.name}}}));
+}
+
+// Each GPU's NVLink links up against nvlinks_per_gpu: fewer is gpu.nvlink_down; GPUs whose links
+// gpu.health could not read make one not.tested for the node (unless gpu.health is optional).
+void nvlink_findings(const Expectations& e, const NodeSeen& n, const NodeClass& c, const std::vector<GpuHardware>& gpus,
+                     std::vector<Finding>& out) {
+  const auto& want = c.hardware.nvlinks_per_gpu;
+  if (!want || *want <= 0) return;
+  std::string unread, why;
+  for (const auto& g : gpus) {
+    if (!g.nvlinks) {
+      unread += (unread.empty() ? "" : ", ") + g.gpu.id;
+      if (why.empty() && !g.nvlink_error.empty()) why = " (" + g.nvlink_error + ")";
+      continue;
+    }
+    if (*g.nvlinks >= *want) continue;
+    out.push_back(make_finding(
+        Code::GpuNvlinkDown, g.gpu,
+        g.gpu.id + " has " + std::to_string(*g.nvlinks) + " active NVLink link(s), class " + c.name + " expects " +
+            std::to_string(*want),
+        json::array({{{"nvlinks_active", *g.nvlinks}, {"expected", *want},
+                      {"inactive_links", g.nvlinks_inactive.is_null() ? json::array() : g.nvlinks_inactive},
+                      {"class", c.name}}})));
+  }
+  if (!unread.empty() && !is_optional(e, c, "gpu.health"))
+    out.push_back(requirement_untested(n, c, "gpu.health", "nvlinks_per_gpu",
+                                       "gpu.health reported no NVLink state for " + unread + why + " (class " + c.name +
+                                           " expects " + std::to_string(*want) + " per GPU)"));
+}
+
+// The node's HCAs against hcas_per_node (devices with an ACTIVE port; fewer is hca.count) and each
+// ACTIVE port against hca_rate_gbps (slower is hca.rate). Nothing when ib.ports gave no port: it
+// skipped or never ran, which untested_findings reports as not.tested unless it is optional.
+void hca_findings(const NodeSeen& n, const NodeClass& c, const Reported& rep, std::vector<Finding>& out) {
+  const auto& h = c.hardware;
+  if ((!h.hcas_per_node && !h.hca_rate_gbps) || rep.ports.empty()) return;
+  std::set<std::string> active;
+  json inactive = json::array();
+  for (const auto& [id, p] : rep.ports) {
+    if (p.active) active.insert(p.device);
+    else inactive.push_back(id.substr(id.find('/') + 1) + " " + p.state);
+  }
+  if (h.hcas_per_node && static_cast<int>(active.size()) < *h.hcas_per_node) {
+    std::string down;
+    for (const auto& d : inactive) down += (down.empty() ? "" : ", ") + d.get<std::string>();
+    out.push_back(make_finding(
+        Code::HcaCount, {"node", n.host},
+        n.host + " has " + std::to_string(active.size()) + " HCA(s) with an ACTIVE port (ib.ports)" +
+            (down.empty() ? "" : ", not active: " + down) + ", class " + c.name + " expects " +
+            std::to_string(*h.hcas_per_node),
+        json::array({{{"hca_count", active.size()}, {"expected", *h.hcas_per_node},
+                      {"active", json(std::vector<std::string>(active.begin(), active.end()))},
+                      {"inactive_ports", inactive}, {"class", c.name}}})));
+  }
+  if (!h.hca_rate_gbps) return;
+  for (const auto& [id, p] : rep.ports) {
+    if (!p.active || !p.rate_gbps || *p.rate_gbps >= *h.hca_rate_gbps) continue;
+    out.push_back(make_finding(Code::HcaRate, {"hca", id},
+                               id + " runs at " + short_number(*p.rate_gbps) + " Gb/s, class " + c.name + " expects " +
+                                   short_number(*h.hca_rate_gbps) + " Gb/s",
+                               json::array({{{"rate_gbps", *p.rate_gbps}, {"expected", *h.hca_rate_gbps},
+                                             {"class", c.name}}})));
+  }
 }
 
 // Each GPU against the class's memory and PCIe link. Memory may be 1% under the class's figure
@@ -245,7 +356,11 @@ std::map<std::string, Reported> reported(const std::vector<RoundRecord>& rounds)
       if (r.test == "host.inventory" && r.metric == "inventory" && r.extra.contains("kernel") &&
           r.extra["kernel"].is_string())
         out[r.host].kernel = r.extra["kernel"].get<std::string>();
+      if (r.test == "host.inventory" && r.metric == "inventory" && r.extra.contains("rdma_core") &&
+          r.extra["rdma_core"].is_string())
+        out[r.host].rdma_core = r.extra["rdma_core"].get<std::string>();
       if (r.test == "gpu.health" && r.metric == "health" && r.entity.kind == "gpu") out[r.host].gpus.push_back(gpu_hardware(r));
+      if (r.test == "ib.ports" && r.metric == "rate") add_port(out[r.host], r);
     }
   }
   return out;
@@ -277,7 +392,7 @@ void software_findings(const NodeSeen& n, const NodeClass& c, const Reported& re
   version_finding(n, c, "nccl", s.nccl, n.info.nccl_version, Code::SoftwareVersion, "host.inventory", out);
   version_finding(n, c, "mpi", s.mpi, n.info.mpi_version, Code::SoftwareVersion, "host.inventory", out);
   version_finding(n, c, "kernel", s.kernel, rep.kernel, Code::SoftwareVersion, "host.inventory", out);
-  // rdma_core: host.inventory does not read it yet (docs/spec.md).
+  version_finding(n, c, "rdma_core", s.rdma_core, rep.rdma_core, Code::SoftwareVersion, "host.inventory", out);
 }
 
 // ---- figures ----
@@ -429,7 +544,7 @@ std::string profile_line(const std::vector<NodeSeen>& nodes, const std::map<std:
 bool kept_for_expectations(const Expectations& e, const Result& r) {
   if (e.mode == ExpectMode::Off) return false;
   if ((r.test == "gpu.health" && (r.metric == "driver" || r.metric == "health")) ||
-      (r.test == "host.inventory" && r.metric == "inventory"))
+      (r.test == "host.inventory" && r.metric == "inventory") || (r.test == "ib.ports" && r.metric == "rate"))
     return true;
   for (const auto& s : e.specs)
     for (const auto& c : s.classes)
@@ -455,6 +570,7 @@ ExpectOutcome judge_expectations(const Expectations& e, const std::vector<NodeSe
   if (e.mode == ExpectMode::Profiles && out.line.starts_with("no spec")) out.source = "none";
   const PlanView v = plan_view(nodes, rounds);
   const auto rep = reported(rounds);
+  const Reported nothing;  // a node none of whose records was read
   for (const auto& n : nodes) {
     const auto& a = classes.at(n.host);
     if (!a.cls) continue;
@@ -462,8 +578,11 @@ ExpectOutcome judge_expectations(const Expectations& e, const std::vector<NodeSe
     untested_findings(e, v, n, *a.cls, out.findings);
     hardware_findings(n, *a.cls, out.findings);
     const auto it = rep.find(n.host);
-    software_findings(n, *a.cls, it == rep.end() ? Reported{} : it->second, out.findings);
-    if (it != rep.end()) gpu_hardware_findings(*a.cls, it->second.gpus, out.findings);
+    const Reported& node_rep = it == rep.end() ? nothing : it->second;
+    software_findings(n, *a.cls, node_rep, out.findings);
+    gpu_hardware_findings(*a.cls, node_rep.gpus, out.findings);
+    nvlink_findings(e, n, *a.cls, node_rep.gpus, out.findings);
+    hca_findings(n, *a.cls, node_rep, out.findings);
   }
   for (const auto& [key, w] : worst_figures(classes, v, rounds))
     if (!w.figure->acceptable(w.value)) out.findings.push_back(below(w));

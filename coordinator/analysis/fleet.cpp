@@ -163,8 +163,10 @@ void Fleet::add_node(const NodeInfo& n) {
 void Fleet::add_inventory(const std::string& host, const nlohmann::json& extra) {
   if (!extra.is_object()) return;
   auto& s = settings_[host];
-  for (const char* key : {"kernel", "cpu_model", "arch"})
+  for (const char* key : {"kernel", "cpu_model", "arch", "rdma_core"})
     if (auto it = extra.find(key); it != extra.end() && it->is_string()) put(s, key, it->get<std::string>());
+  // null: the node has no rdma-core, which differs from a node that has it.
+  if (auto it = extra.find("rdma_core"); it != extra.end() && it->is_null()) put(s, "rdma_core", "");
   for (const char* key : {"cpus", "cpus_usable"})
     if (auto it = extra.find(key); it != extra.end() && it->is_number()) put(s, key, it->dump());
   if (auto it = extra.find("memory_gib"); it != extra.end() && it->is_number())

@@ -5,7 +5,8 @@
 # measured and expected values (a uniformly slow fabric no longer passes); kiln report rebuilds the
 # same findings from the run directory; without a spec the summary says nothing was judged against
 # expectations and the exit code is unchanged; a spec written from a known-good run passes; kiln
-# resume judges against the run's copy of the spec; a bad spec stops kiln run before anything starts.
+# resume judges against the run's copy of the spec; HCAs and rdma-core are compared on a fixture
+# sysfs tree; a bad spec stops kiln run before anything starts.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/store_lib.sh"
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
@@ -169,6 +170,45 @@ PY
 else
   bad "(f) the campaign never reached round 3"; cat "$TMP/f.err"; kill $pid
 fi
+
+# (g) HCAs and rdma-core against the class, on the fixture tree (tests/data/ib/before: 3 HCAs with
+# an ACTIVE port, mlx5_1:1 at 200 Gb/s, mlx5_3:1 at 100 Gb/s): hca.count and hca.rate with measured
+# and expected values. rdma_core asks for a version no node has: software.version where this
+# machine has rdma-core, not.tested where it has none.
+cat > "$TMP/hca.toml" <<TOML
+[[class]]
+name = "ib"
+hosts = "$HOST"
+[class.hardware]
+hcas_per_node = 4
+hca_rate_gbps = 400
+[class.software]
+rdma_core = { min = "9999" }
+TOML
+OUT="$TMP/g"
+KILN_IB_SYSFS_ROOT="$KILN_SRC/tests/data/ib/before" "$KILN" run --launcher local --ranks 2 --out "$OUT" --quiet \
+  --tests host.inventory,ib.ports --spec "$TMP/hca.toml" > "$TMP/g.txt" 2>&1
+rc=$?
+[ $rc -eq 1 ] && pass "(g) HCAs below the class: exit 1" || { bad "(g) exit $rc"; cat "$TMP/g.txt"; }
+python3 - "$OUT" <<'PY' && pass "(g) hca.count, hca.rate per slow port, rdma_core judged from host.inventory" || bad "(g) report content"
+import json, sys
+rep = json.load(open(sys.argv[1] + "/report.json"))
+assert rep["verdict"] == "fail", rep["verdict"]
+by = {}
+for f in rep["findings"]:
+    by.setdefault(f["code"], []).append(f)
+count = by["hca.count"]
+assert len(count) == 1 and count[0]["evidence"][0]["hca_count"] == 3 and count[0]["evidence"][0]["expected"] == 4, count
+assert "not active: mlx5_2:1 DOWN, class ib expects 4" in count[0]["summary"], count[0]["summary"]
+rate = sorted(f["entity"]["id"].split("/")[1] for f in by["hca.rate"])
+assert rate == ["mlx5_1:1", "mlx5_3:1"], rate
+assert any("runs at 200 Gb/s, class ib expects 400 Gb/s" in f["summary"] for f in by["hca.rate"]), by["hca.rate"]
+sw = [f for f in rep["findings"] if f["evidence"] and (f["evidence"][0].get("software") == "rdma_core"
+                                                      or f["evidence"][0].get("requirement") == "rdma_core")]
+assert len(sw) == 1 and sw[0]["code"] in ("software.version", "not.tested"), sw
+print("   ", count[0]["summary"])
+print("   ", sw[0]["summary"])
+PY
 
 # A bad spec stops kiln run before anything is written: FILE:LINE:COL lines, exit 2.
 cat > "$TMP/bad.toml" <<'TOML'

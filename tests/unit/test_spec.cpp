@@ -181,6 +181,8 @@ TEST_CASE("spec errors: impossible tolerances, values and counts", "[spec]") {
   one_error(burn + "tflops = { value = nan, tolerance = 0.1, source = \"s\" }\n", 5, 20, "value must be a finite number");
   one_error(kHead + "[class.hardware]\nhcas_per_node = -1\n", 5, 17, "hcas_per_node must not be negative (got -1)");
   one_error(kHead + "[class.hardware]\npcie_gen = 9\n", 5, 12, "pcie_gen must be between 1 and 7 (got 9)");
+  one_error(kHead + "[class.hardware]\nnvlinks_per_gpu = 19\n", 5, 19,
+            "nvlinks_per_gpu must be between 0 and 18 (got 19)");
   one_error(kHead + "[class.hardware]\npcie_width = 12\n", 5, 14, "pcie_width must be 1, 2, 4, 8, 16 or 32 lanes");
   one_error(kHead + "[class.figures.\"nccl.all_reduce\".inter.busbw]\n\"1GiB\" = { value = 40, tolerance = 0.1, "
                     "source = \"s\", ranks = 1 }\n",

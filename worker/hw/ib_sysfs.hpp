@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -16,6 +17,13 @@
 namespace kiln::worker::rdma {
 
 inline constexpr const char* kDefaultSysfsRoot = "/sys/class/infiniband";
+
+// The root the worker reads HCAs from when no check parameter names one: env KILN_IB_SYSFS_ROOT
+// (the tests point it at a fixture tree), else kDefaultSysfsRoot.
+inline std::filesystem::path ib_root_from_env() {
+  if (const char* env = std::getenv("KILN_IB_SYSFS_ROOT"); env && *env) return env;
+  return kDefaultSysfsRoot;
+}
 
 // Counters that only grow when something is wrong. An increase during a campaign is a finding.
 inline const std::vector<std::string>& error_counter_names() {

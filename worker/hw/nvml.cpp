@@ -67,6 +67,7 @@ struct Lib::Fns {
   int (*persistence)(Device, int*) = nullptr;
   int (*mig)(Device, unsigned*, unsigned*) = nullptr;
   int (*memory)(Device, Memory*) = nullptr;
+  int (*nvlink_state)(Device, unsigned, int*) = nullptr;
   int (*set_create)(Set*) = nullptr;
   int (*register_events)(Device, unsigned long long, Set) = nullptr;
   int (*set_wait)(Set, EventData*, unsigned) = nullptr;
@@ -127,6 +128,7 @@ std::shared_ptr<Lib> Lib::open(std::string* why) {
   bind(dl, f.persistence, "nvmlDeviceGetPersistenceMode");
   bind(dl, f.mig, "nvmlDeviceGetMigMode");
   bind(dl, f.memory, "nvmlDeviceGetMemoryInfo");
+  bind(dl, f.nvlink_state, "nvmlDeviceGetNvLinkState");
   bind(dl, f.set_create, "nvmlEventSetCreate");
   bind(dl, f.register_events, "nvmlDeviceRegisterEvents");
   bind(dl, f.set_wait, "nvmlEventSetWait_v2");
@@ -319,6 +321,29 @@ int Lib::memory(Device d, std::uint64_t* total, std::uint64_t* used) const {
   *total = m.total;
   *used = m.used;
   return rc;
+}
+
+int Lib::nvlink_state(Device d, unsigned link, bool* active) const {
+  int on = 0;  // nvmlEnableState_t: 0 disabled, 1 enabled
+  const int rc = KILN_NVML_CALL(nvlink_state, d, link, &on);
+  *active = rc == kSuccess && on == 1;
+  return rc;
+}
+
+NvlinkCount count_nvlinks(const std::function<int(unsigned, bool*)>& state) {
+  NvlinkCount n;
+  for (unsigned link = 0; link < kNvlinkMaxLinks; ++link) {
+    bool on = false;
+    const int rc = state(link, &on);
+    if (rc == kErrNotSupported || rc == kErrInvalidArgument) continue;  // no such link
+    if (rc != kSuccess) {
+      n.error = rc;
+      return n;
+    }
+    if (on) ++n.active;
+    else n.inactive.push_back(static_cast<int>(link));
+  }
+  return n;
 }
 
 int Lib::event_set_create(void** set) const { return KILN_NVML_CALL(set_create, set); }

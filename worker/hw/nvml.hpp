@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -17,6 +18,7 @@ namespace kiln::worker::gpu::nvml {
 enum Ret : int {
   kSuccess = 0,
   kErrUninitialized = 1,
+  kErrInvalidArgument = 2,
   kErrNotSupported = 3,
   kErrNoPermission = 4,
   kErrNotFound = 6,
@@ -71,6 +73,8 @@ class Lib {
   int persistence(Device d, bool* on) const;
   int mig_mode(Device d, bool* current, bool* pending) const;
   int memory(Device d, std::uint64_t* total, std::uint64_t* used) const;
+  // Whether NVLink `link` of the GPU is up (nvmlDeviceGetNvLinkState).
+  int nvlink_state(Device d, unsigned link, bool* active) const;
 
   // XID events (critical errors) of all GPUs, for XidWatcher.
   struct Event {
@@ -89,6 +93,20 @@ class Lib {
   void* dl_ = nullptr;
   std::unique_ptr<Fns> f_;
 };
+
+// NVML_NVLINK_MAX_LINKS: links 0..17 (18 on Hopper and Blackwell).
+inline constexpr unsigned kNvlinkMaxLinks = 18;
+
+// A GPU's NVLink links as NVML reports them, link by link.
+struct NvlinkCount {
+  int active = 0;
+  std::vector<int> inactive;  // links the GPU has whose state is down
+  int error = kSuccess;       // set when a link could not be read: the count is then unknown
+};
+
+// Asks `state(link, &active)` for links 0..kNvlinkMaxLinks-1. NOT_SUPPORTED and INVALID_ARGUMENT
+// mean the GPU has no such link (a PCIe GPU has none); any other error makes the count unknown.
+NvlinkCount count_nvlinks(const std::function<int(unsigned, bool*)>& state);
 
 // The process's NVML, opened on first use (NVML counts its own initialisations, one is enough).
 // nullptr with *why when there is no NVML; a missing NVML costs telemetry, never a GPU test.

@@ -1,13 +1,16 @@
 // gpu.health: inventory and health of every GPU of the node, read through NVML (loaded at run
 // time) and probed through CUDA. Count and model against the spec, driver, ECC mode and counts,
-// retired pages, row remapping, PCIe link, clocks, power limit, throttle reasons, persistence and
-// MIG mode, and the XID events seen since the worker started. Read-only: it changes no setting.
+// retired pages, row remapping, PCIe link, NVLink links, clocks, power limit, throttle reasons,
+// persistence and MIG mode, the HCA nearest each GPU (PCI topology), and the XID events seen since
+// the worker started. Read-only: it changes no setting.
 #include <cstdlib>
 #include <sstream>
 
 #include "worker/checks/gpu/gpu_check.hpp"
 #include "worker/hw/cuda_util.hpp"
+#include "worker/hw/ib_sysfs.hpp"
 #include "worker/hw/nvml.hpp"
+#include "worker/hw/pci_topology.hpp"
 
 namespace kiln::worker::gpu {
 namespace {
@@ -104,6 +107,25 @@ void read_pcie(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f
     p.add(Code::GpuPcieDegraded, "PCIe link trains at gen" + std::to_string(gm));
 }
 
+// NVLink links up, out of those the GPU has: the coordinator compares the count with the class's
+// nvlinks_per_gpu (docs/spec.md). When a link cannot be read the count is left out, with why.
+void read_nvlink(const nvml::Lib& lib, nvml::Device d, json& f) {
+  const auto n = nvml::count_nvlinks([&](unsigned link, bool* on) { return lib.nvlink_state(d, link, on); });
+  if (n.error != nvml::kSuccess) {
+    f["nvlink_error"] = "NVML: " + lib.error(n.error);
+    return;
+  }
+  f["nvlinks_active"] = n.active;
+  f["nvlinks_inactive"] = n.inactive;
+}
+
+// The HCA nearest the GPU on the PCI tree, the one its rank's RDMA traffic uses (docs/nccl-rdma.md).
+void read_nearest_hca(json& f) {
+  if (!f.contains("pci_bus_id")) return;
+  if (auto b = topo::nearest_hca(f["pci_bus_id"].get<std::string>(), rdma::ib_root_from_env()))
+    f["nearest_hca"] = b->to_json();
+}
+
 // Clocks, power limit and draw, temperature and throttle reasons.
 void read_power(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f, Problems& p) {
   unsigned c = 0, cm = 0;
@@ -156,6 +178,8 @@ bool read_gpu(const nvml::Lib& lib, nvml::Device d, const Context& ctx, json& f,
   if (!read_identity(lib, d, ctx, f, p)) return false;
   read_memory_health(lib, d, ctx, f, p);
   read_pcie(lib, d, ctx, f, p);
+  read_nvlink(lib, d, f);
+  read_nearest_hca(f);
   read_power(lib, d, ctx, f, p);
   read_modes(lib, d, ctx, f, p);
   return true;

@@ -1,5 +1,5 @@
-// host.inventory: what the node is (CPUs, memory, kernel, GPUs, driver and library versions), so
-// the report can show mismatches across nodes and against the spec.
+// host.inventory: what the node is (CPUs, memory, kernel, GPUs, driver and library versions, the
+// rdma-core version), so the report can show mismatches across nodes and against the spec.
 #include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "worker/check.hpp"
+#include "worker/hw/rdma_core.hpp"
 
 namespace kiln::worker {
 namespace {
@@ -59,6 +60,10 @@ class HostInventory : public Check {
                 {"kernel", std::string(u.release)},
                 {"cpus_usable", usable_cpus()},
                 {"arch", std::string(u.machine)}});
+    // rdma-core: null when the node has none (the spec's rdma_core is then not.tested).
+    const auto rc = rdma::read_rdma_core();
+    inv["rdma_core"] = rc.version.empty() ? nlohmann::json(nullptr) : nlohmann::json(rc.version);
+    inv["rdma_core_source"] = rc.source;
     const Entity node{"node", n.host};
     Result r;
     r.entity = node;

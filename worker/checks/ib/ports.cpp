@@ -5,7 +5,6 @@
 // the coordinator can diff the two readings), window_s (when > 0, read twice this many seconds
 // apart and fail a port whose error counters grew in between), expect_rate_gbps (fail a port whose
 // rate is lower).
-#include <cstdlib>
 #include <thread>
 
 #include "worker/check.hpp"
@@ -79,8 +78,7 @@ class IbPortsTest final : public Check {
  private:
   static std::filesystem::path root_from(const nlohmann::json& params) {
     if (auto it = params.find("sysfs_root"); it != params.end()) return it->get<std::string>();
-    if (const char* env = std::getenv("KILN_IB_SYSFS_ROOT"); env && *env) return env;
-    return kDefaultSysfsRoot;
+    return ib_root_from_env();
   }
 };
 

@@ -1,7 +1,6 @@
 #include "worker/checks/rdma/pair_test.hpp"
 
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -24,8 +23,7 @@ using Clock = std::chrono::steady_clock;
 
 std::filesystem::path sysfs_root(const nlohmann::json& params) {
   if (auto it = params.find("sysfs_root"); it != params.end()) return it->get<std::string>();
-  if (const char* env = std::getenv("KILN_IB_SYSFS_ROOT"); env && *env) return env;
-  return kDefaultSysfsRoot;
+  return ib_root_from_env();
 }
 
 nlohmann::json to_json(const PortInfo& p) {
@@ -294,12 +292,27 @@ PairParams parse_params(const Context& ctx, bool latency) {
 struct PairPlan {
   RailPlan plan;
   std::string peer_host;
+  std::string ports_how, peer_ports_how;  // which ports each side drives, and why (choose_ports)
 };
 
+int rank_gpu(const Context& ctx) { return ctx.node.gpu_count > 0 ? ctx.node.local_rank % ctx.node.gpu_count : 0; }
+
 // Swaps port lists (length first, then the JSON text) and plans the rails the same way on both.
+// Each side sends the ports its `device` parameter chooses (by default the HCA nearest its GPU).
+// A `device` this node does not have is sent as an error, so that both sides stop at once rather
+// than one waiting for the other's list until the deadline.
 PairPlan exchange_ports(const Context& ctx, mpi_deadline::Exchanger& ex, int peer) {
-  nlohmann::json mine = {{"host", ctx.node.host}, {"ports", nlohmann::json::array()}};
-  for (const auto& p : active_ports(list_ports(sysfs_root(ctx.params)))) mine["ports"].push_back(to_json(p));
+  PortChoice choice;
+  std::string bad_device;
+  try {
+    choice = choose_ports(list_ports(sysfs_root(ctx.params)), ctx.param<std::string>("device", "nearest"), ctx.node.hca,
+                          rank_gpu(ctx), ctx.node.local_size);
+  } catch (const std::invalid_argument& e) {
+    bad_device = e.what();
+  }
+  nlohmann::json mine = {{"host", ctx.node.host}, {"ports", nlohmann::json::array()}, {"how", choice.how}};
+  if (!bad_device.empty()) mine["error"] = bad_device;
+  for (const auto& p : choice.ports) mine["ports"].push_back(to_json(p));
   const std::string text = mine.dump();
   std::uint32_t my_len = static_cast<std::uint32_t>(text.size()), peer_len = 0;
   if (!ex.swap(peer, &my_len, &peer_len, sizeof my_len, ctx.deadline))
@@ -308,11 +321,17 @@ PairPlan exchange_ports(const Context& ctx, mpi_deadline::Exchanger& ex, int pee
   if (!ex.swap(peer, text.data(), peer_text.data(), static_cast<int>(std::max(my_len, peer_len)), ctx.deadline))
     throw DeadlineExceeded("the peer did not send its port list by the deadline");
   const auto theirs = nlohmann::json::parse(peer_text);
+  if (!bad_device.empty()) throw std::invalid_argument(bad_device);
+  if (theirs.contains("error"))
+    throw std::runtime_error("the peer " + theirs.value("host", std::string("?")) + " cannot choose its ports: " +
+                             theirs["error"].get<std::string>());
   std::vector<PortInfo> local_ports, peer_ports;
   for (const auto& j : mine["ports"]) local_ports.push_back(port_from_json(j));
   for (const auto& j : theirs["ports"]) peer_ports.push_back(port_from_json(j));
   PairPlan out;
   out.peer_host = theirs.value("host", std::string("?"));
+  out.ports_how = choice.how;
+  out.peer_ports_how = theirs.value("how", std::string("?"));
   out.plan = plan_rails(local_ports, peer_ports);
   return out;
 }
@@ -342,7 +361,7 @@ void report_unpaired(const Context& ctx, ResultSink& sink, const PairPlan& pp) {
 // A connected RC queue pair on every rail, its details swapped with the peer rail by rail.
 std::vector<RailRun> connect_rails(const Context& ctx, mpi_deadline::Exchanger& ex, int peer,
                                    const RailPlan& plan, const PairParams& p) {
-  const int gpu = ctx.node.gpu_count > 0 ? ctx.node.local_rank % ctx.node.gpu_count : 0;
+  const int gpu = rank_gpu(ctx);
   std::vector<RailRun> rails(plan.rails.size());
   for (std::size_t i = 0; i < rails.size(); ++i) {
     rails[i].rail = plan.rails[i];
@@ -405,7 +424,8 @@ void report_rails(const Context& ctx, ResultSink& sink, const std::vector<RailRu
     res.extra = {{"memory", memory}, {"iters", iters}, {"depth", p.depth},
                  {"local_port", r.rail.local.id()}, {"peer_port", r.rail.peer.id()},
                  {"line_rate_gbps", r.rail.line_rate_gbps()}, {"link_layer", r.rail.local.link_layer},
-                 {"rail", r.rail.index}};
+                 {"rail", r.rail.index}, {"ports", pp.ports_how},
+                 {"peer_ports", pp.peer_ports_how}};
     if (latency) {
       res.metric = "lat";
       res.unit = "us";
@@ -429,7 +449,7 @@ void report_rails(const Context& ctx, ResultSink& sink, const std::vector<RailRu
     all.value = slowest > 0 ? total_bytes * 8 / 1e9 / slowest : 0;
     all.size_bytes = static_cast<std::int64_t>(bytes);
     all.extra = {{"rails", rails.size()}, {"line_rate_gbps", line_total}, {"memory", memory},
-                 {"peer_host", pp.peer_host}};
+                 {"peer_host", pp.peer_host}, {"ports", pp.ports_how}, {"peer_ports", pp.peer_ports_how}};
     sink.emit(std::move(all));
   }
 }
@@ -444,7 +464,9 @@ void PairTest::run(Context& ctx, ResultSink& sink) {
 
   const PairPlan pp = exchange_ports(ctx, ex, peer);
   if (me == 0) report_unpaired(ctx, sink, pp);
-  if (pp.plan.rails.empty()) throw std::runtime_error("no rail: the pair shares no active port of the same link layer");
+  if (pp.plan.rails.empty())
+    throw std::runtime_error("no rail: the pair shares no active port of the same link layer (" + ctx.node.host + ": " +
+                             pp.ports_how + "; " + pp.peer_host + ": " + pp.peer_ports_how + ")");
   std::vector<RailRun> rails = connect_rails(ctx, ex, peer, pp.plan, p);
 
   if (p.latency) {

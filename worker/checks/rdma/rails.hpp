@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,66 @@ inline std::vector<PortInfo> active_ports(const std::vector<PortInfo>& ports) {
     return a.device != b.device ? a.device < b.device : a.port < b.port;
   });
   return out;
+}
+
+// The ports a rank of a pair test drives, by its `device` parameter:
+// - "nearest" (the default): the active ports of the HCA nearest the rank's GPU on the PCI tree
+//   (`topo::nearest_hca`, NodeInfo::hca), when the node runs more than one rank; the only rank on
+//   its node speaks for the node and drives every active port, and so does a rank with no known
+//   nearest HCA (no GPU, sysfs gives no PCI place, or the HCA is not among `ports`);
+// - "all": every active port;
+// - a list "mlx5_0,mlx5_1:1": the active ports of those devices (dev) or ports (dev:port). A name
+//   that matches no port of the node at all is an error (std::invalid_argument).
+// The nearest HCA with no active port gives no port: its GPU's rail is down.
+struct PortChoice {
+  std::vector<PortInfo> ports;  // active, in active_ports order
+  std::string how;              // said in the results: "nearest HCA mlx5_3 (to GPU 3)"
+};
+
+inline PortChoice choose_ports(const std::vector<PortInfo>& ports, const std::string& device,
+                               const std::string& nearest_hca, int gpu, int local_size) {
+  PortChoice c;
+  const auto active = active_ports(ports);
+  if (device == "all") {
+    c.ports = active;
+    c.how = "every active port (device=all)";
+    return c;
+  }
+  if (device.empty() || device == "nearest") {
+    bool known = false;
+    for (const auto& p : ports) known = known || p.device == nearest_hca;
+    if (!known || local_size <= 1) {
+      c.ports = active;
+      c.how = local_size <= 1 ? "every active port (the only rank on its node)"
+                              : "every active port (no HCA is known to be nearest this rank's GPU)";
+      return c;
+    }
+    for (const auto& p : active)
+      if (p.device == nearest_hca) c.ports.push_back(p);
+    c.how = "nearest HCA " + nearest_hca + " (to GPU " + std::to_string(gpu) + ")";
+    return c;
+  }
+  std::vector<std::string> names;
+  for (std::size_t start = 0; start <= device.size();) {
+    const auto comma = std::min(device.find(',', start), device.size());
+    if (comma > start) names.push_back(device.substr(start, comma - start));
+    start = comma + 1;
+  }
+  if (names.empty()) throw std::invalid_argument("device: no HCA named");
+  auto matches = [](const PortInfo& p, const std::string& n) { return n == p.device || n == p.id(); };
+  for (const auto& n : names) {
+    bool known = false;
+    for (const auto& p : ports) known = known || matches(p, n);
+    if (!known) throw std::invalid_argument("device: the node has no HCA port '" + n + "'");
+  }
+  for (const auto& p : active)
+    for (const auto& n : names)
+      if (matches(p, n)) {
+        c.ports.push_back(p);
+        break;
+      }
+  c.how = "device=" + device;
+  return c;
 }
 
 // Both sides call this with (own ports, peer's ports) and get mirrored plans: rail i joins the

@@ -1,4 +1,4 @@
-// rdma.read_bw: RDMA READ bandwidth between the pair on every rail at once (RC QPs, host or GPU memory)
+// rdma.read_bw: RDMA READ bandwidth between the pair on all its rails at once (RC QPs, host or GPU memory)
 #include "worker/checks/rdma/pair_test.hpp"
 
 namespace kiln::worker::rdma {

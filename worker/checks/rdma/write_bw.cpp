@@ -1,4 +1,4 @@
-// rdma.write_bw: RDMA WRITE bandwidth between the pair on every rail at once (RC QPs, host or GPU memory)
+// rdma.write_bw: RDMA WRITE bandwidth between the pair on all its rails at once (RC QPs, host or GPU memory)
 #include "worker/checks/rdma/pair_test.hpp"
 
 namespace kiln::worker::rdma {
