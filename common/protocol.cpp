@@ -97,9 +97,41 @@ void from_json(const nlohmann::json& j, Challenge& m) {
   j.at("nonce").get_to(m.nonce);
 }
 
+namespace {
+// The fields in which one rank of a node may differ from the node agent's info: its place on the
+// node and the GPUs bound to it. world_rank is the rank itself and local_rank defaults to its index.
+constexpr const char* kRankFields[] = {"local_rank", "gpu_count", "gpu_models", "gpu_skip_reason", "hca"};
+
+nlohmann::json rank_diff(const NodeInfo& base, const NodeInfo& mine, std::size_t index) {
+  const nlohmann::json b = base, m = mine;
+  nlohmann::json d = nlohmann::json::object();
+  for (const char* key : kRankFields)
+    if (m.at(key) != b.at(key)) d[key] = m.at(key);
+  if (mine.local_rank == static_cast<int>(index)) d.erase("local_rank");
+  else d["local_rank"] = mine.local_rank;
+  return d;
+}
+
+NodeInfo rank_from_diff(const NodeInfo& base, const nlohmann::json& d, int rank, std::size_t index) {
+  if (!d.is_object() || d.size() > std::size(kRankFields)) throw ProtocolError("hello rank_info entries must be objects");
+  for (const auto& [key, value] : d.items())
+    if (std::find_if(std::begin(kRankFields), std::end(kRankFields), [&](const char* k) { return key == k; }) ==
+        std::end(kRankFields))
+      throw ProtocolError("hello rank_info names an unknown field");
+  nlohmann::json merged = base;
+  merged["world_rank"] = rank;
+  merged["local_rank"] = index;
+  for (const auto& [key, value] : d.items()) merged[key] = value;
+  return merged.get<NodeInfo>();
+}
+}  // namespace
+
 void to_json(nlohmann::json& j, const Hello& m) {
   j = {{"version", m.version},           {"ranks", m.ranks}, {"world_size", m.world_size}, {"host", m.host},
        {"client_nonce", m.client_nonce}, {"info", m.info}};
+  if (m.rank_info.empty()) return;
+  auto& out = j["rank_info"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < m.rank_info.size(); ++i) out.push_back(rank_diff(m.info, m.rank_info[i], i));
 }
 void from_json(const nlohmann::json& j, Hello& m) {
   m.version = int_at<int>(j, "version");
@@ -120,6 +152,11 @@ void from_json(const nlohmann::json& j, Hello& m) {
       throw ProtocolError("hello host is not a host name");
   if (m.client_nonce.size() != 64) throw ProtocolError("hello client_nonce must be 32 bytes of hex");
   m.info = j.value("info", NodeInfo{});
+  m.rank_info.clear();
+  const auto it = j.find("rank_info");
+  if (it == j.end()) return;
+  if (!it->is_array() || it->size() != m.ranks.size()) throw ProtocolError("hello rank_info must match its ranks");
+  for (std::size_t i = 0; i < m.ranks.size(); ++i) m.rank_info.push_back(rank_from_diff(m.info, (*it)[i], m.ranks[i], i));
 }
 
 void to_json(nlohmann::json& j, const Welcome& m) {

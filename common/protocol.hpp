@@ -80,6 +80,11 @@ struct Hello {
   std::string host;
   std::string client_nonce;
   NodeInfo info;  // what the rank knows of its node (GPUs, versions)
+  // From a node agent: each rank's own view, parallel to ranks (empty: info speaks for every rank).
+  // On the wire only what differs from info, so that 1,024 ranks fit the pre-auth frame.
+  std::vector<NodeInfo> rank_info;
+  // What the coordinator keeps for ranks[i].
+  const NodeInfo& info_of(std::size_t i) const { return rank_info.empty() ? info : rank_info[i]; }
 };
 
 // coordinator -> worker: accepted. The frame's MAC proves the coordinator knows the secret too.

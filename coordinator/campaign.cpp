@@ -95,7 +95,8 @@ void Campaign::journal(const std::string& event, json fields, bool sync_now) {
 // Connections come and go with their ranks: a worker rank carries itself, a node agent its node.
 void Campaign::joined(const Event& e) {
   auto& mine = sessions_[e.session];
-  for (int r : e.hello.ranks) {
+  for (std::size_t i = 0; i < e.hello.ranks.size(); ++i) {
+    const int r = e.hello.ranks[i];
     auto& st = ranks_[r];
     if (!st.joined || st.lost) ++live_;
     st.rank = r;
@@ -103,7 +104,7 @@ void Campaign::joined(const Event& e) {
     st.session = e.session;
     st.joined = true;
     st.lost = false;
-    st.info = e.hello.info;
+    st.info = e.hello.info_of(i);  // a node agent's hello says each rank's own place and GPUs
     mine.push_back(r);
     NodeInfo node = st.info;
     node.host = st.host;
@@ -172,6 +173,16 @@ void Campaign::close_for_cause(SessionId session, const std::vector<int>& ranks,
   for (int r : ranks) lose(ranks_.at(r), "it sent " + printable(why));
   closed_.insert(session);
   server_->close(session, "it sent " + printable(why));
+}
+
+// A node agent's connection carries its node's other ranks too: one dead or hung rank of the node
+// must not take them down, so the connection closes only once none of its ranks is left.
+void Campaign::close_if_all_lost(SessionId session, const std::string& why) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return;
+  for (int r : it->second)
+    if (!ranks_.at(r).lost) return;
+  server_->close(session, why);
 }
 
 // The authenticated session says who sent a record: it must name one of the connection's ranks
@@ -331,7 +342,7 @@ void Campaign::end_round(bool cut, Clock::time_point start) {
     if (st.lost || cut) continue;  // an interrupted round proves nothing about its ranks
     lose(st, "did not finish round " + std::to_string(id) + " within its deadline");
     progress("lost rank " + std::to_string(r) + " on " + st.host + ": " + st.lost_reason);
-    server_->close(st.session, st.lost_reason);
+    close_if_all_lost(st.session, st.lost_reason);
   }
   journal_losses();
   current_->duration_s = seconds_since(start);

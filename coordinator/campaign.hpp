@@ -112,6 +112,7 @@ class Campaign {
   void left(const Event& e);
   void lose(RankState& st, const std::string& reason);
   void close_for_cause(SessionId session, const std::vector<int>& ranks, const std::string& why);
+  void close_if_all_lost(SessionId session, const std::string& why);
   std::string not_owned(SessionId session, int rank, const std::string& host, const Entity* entity,
                         std::int64_t round_id) const;
   void on_message(const Event& e, std::vector<int>& mine, proto::Records& m, Acks& acks);

@@ -87,48 +87,55 @@ int try_connect(const net::Endpoint& ep, Clock::time_point deadline, std::string
 }  // namespace
 
 CoordinatorLink::CoordinatorLink(net::Endpoint coordinator, std::string secret, LinkIdentity who)
-    : coordinator_(std::move(coordinator)), secret_(std::move(secret)), who_(std::move(who)) {}
+    : StreamLink("the coordinator"), coordinator_(std::move(coordinator)), secret_(std::move(secret)), who_(std::move(who)) {}
 
-CoordinatorLink::~CoordinatorLink() {
-  close();
+StreamLink::~StreamLink() {
   if (wake_[0] >= 0) ::close(wake_[0]);
   if (wake_[1] >= 0) ::close(wake_[1]);
 }
 
-void CoordinatorLink::write_all_blocking(const std::string& bytes, Clock::time_point deadline) {
+void StreamLink::write_all_blocking(const std::string& bytes, Clock::time_point deadline) {
   std::size_t off = 0;
   while (off < bytes.size()) {
     pollfd p{fd_, POLLOUT, 0};
     if (::poll(&p, 1, ms_until(deadline)) <= 0) {
-      if (Clock::now() >= deadline) throw LinkError("timed out writing to the coordinator");
+      if (Clock::now() >= deadline) throw LinkError("timed out writing to " + peer_);
       continue;
     }
     const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
-      throw LinkError(std::string("write to the coordinator failed: ") + std::strerror(errno));
+      throw LinkError("write to " + peer_ + " failed: " + std::strerror(errno));
     }
     off += static_cast<std::size_t>(n);
   }
 }
 
-std::string CoordinatorLink::read_one_blocking(Clock::time_point deadline) {
+std::string StreamLink::read_one_blocking(Clock::time_point deadline) {
   char buf[8192];
   for (;;) {
     if (auto m = decoder_.next_body()) return *m;
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, ms_until(deadline)) <= 0) {
-      if (Clock::now() >= deadline) throw LinkError("timed out waiting for the coordinator");
+      if (Clock::now() >= deadline) throw LinkError("timed out waiting for " + peer_);
       continue;
     }
     const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n == 0) throw LinkError("the coordinator closed the connection");
+    if (n == 0) throw LinkError(peer_ + " closed the connection");
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
-      throw LinkError(std::string("read from the coordinator failed: ") + std::strerror(errno));
+      throw LinkError("read from " + peer_ + " failed: " + std::strerror(errno));
     }
     decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
   }
+}
+
+void StreamLink::ready(double heartbeat_s) {
+  decoder_.set_max_frame(proto::kDefaultMaxFrame);
+  last_heard_ = Clock::now();
+  heartbeat_s_ = heartbeat_s > 0 ? heartbeat_s : 2.0;
+  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+  if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) throw LinkError("pipe failed");
 }
 
 void CoordinatorLink::connect(std::chrono::milliseconds timeout) {
@@ -156,6 +163,17 @@ void CoordinatorLink::connect(std::chrono::milliseconds timeout) {
   }
 }
 
+proto::Hello CoordinatorLink::hello() const {
+  proto::Hello h;
+  h.ranks = who_.ranks.empty() ? std::vector<int>{who_.rank} : who_.ranks;
+  h.rank_info = who_.rank_info;
+  h.world_size = who_.world_size;
+  h.host = who_.host;
+  h.info = who_.info;
+  h.client_nonce = auth::random_hex(32);
+  return h;
+}
+
 void CoordinatorLink::handshake() {
   const auto hs_deadline = Clock::now() + std::chrono::seconds(15);
   decoder_.set_max_frame(proto::kPreAuthMaxFrame);
@@ -174,13 +192,15 @@ void CoordinatorLink::handshake() {
   if (ch.version != proto::kProtocolVersion)
     throw LinkError("the coordinator speaks protocol " + std::to_string(ch.version) + ", this worker " +
                     std::to_string(proto::kProtocolVersion));
-  proto::Hello h;
-  h.ranks = {who_.rank};
-  h.world_size = who_.world_size;
-  h.host = who_.host;
-  h.info = who_.info;
-  h.client_nonce = auth::random_hex(32);
-  write_all_blocking(proto::seal_hello(secret_, ch.nonce, h), hs_deadline);
+  const proto::Hello h = hello();
+  std::string sealed;
+  try {
+    sealed = proto::seal_hello(secret_, ch.nonce, h);
+  } catch (const proto::ProtocolError& e) {
+    throw LinkError("the hello for " + std::to_string(h.ranks.size()) + " ranks does not fit its frame (" + e.what() +
+                    "); try --node-relay off");
+  }
+  write_all_blocking(sealed, hs_deadline);
   const auto reply = read_one_blocking(hs_deadline);
   proto::Welcome w;
   try {
@@ -196,93 +216,106 @@ void CoordinatorLink::handshake() {
     throw LinkError("the coordinator at " + coordinator_.str() + " did not prove it knows the campaign secret" + said);
   }
   channel_ = proto::Channel(secret_, ch.nonce, h.client_nonce, proto::Channel::Side::Worker);
-  decoder_.set_max_frame(proto::kDefaultMaxFrame);
-  last_heard_ = Clock::now();
   run_id_ = w.run_id;
-  heartbeat_s_ = w.heartbeat_s > 0 ? w.heartbeat_s : 2.0;
-  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
-  if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) throw LinkError("pipe failed");
+  welcome_heartbeat_s_ = w.heartbeat_s > 0 ? w.heartbeat_s : 2.0;
+  ready(welcome_heartbeat_s_);
 }
 
-void CoordinatorLink::start() { thread_ = std::thread([this] { io_loop(); }); }
+void StreamLink::start() { thread_ = std::thread([this] { io_loop(); }); }
 
-void CoordinatorLink::fail(const std::string& why) {
+void StreamLink::fail(const std::string& why) {
   {
     std::lock_guard lk(mu_);
     if (close_reason_.empty()) close_reason_ = why;
   }
   closed_ = true;
   cv_.notify_all();
+  if (notify_fd_ >= 0) (void)!::write(notify_fd_, "x", 1);
 }
 
-void CoordinatorLink::io_loop() {
+void StreamLink::wake() const {
+  if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
+}
+
+void StreamLink::io_loop() {
   // Frames that arrived together with the welcome are already in the decoder.
   try {
-    while (auto b = decoder_.next_body()) take(channel_.open(*b));
+    while (auto b = decoder_.next_body()) take(open(*b));
   } catch (const std::exception& e) {
-    fail(std::string("bad message from the coordinator: ") + e.what());
+    fail("bad message from " + peer_ + ": " + e.what());
     return;
   }
   auto next_beat = Clock::now();
-  std::string pending;  // bytes of the frame being written
-  char buf[16384];
-  while (!stopping_) {
-    if (Clock::now() >= next_beat) {
-      std::lock_guard lk(mu_);
-      outbox_.push_back(channel_.seal(proto::wrap(proto::Heartbeat{
-          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()})));
-      next_beat = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(heartbeat_s_));
-    }
-    if (pending.empty()) {
-      std::lock_guard lk(mu_);
-      seal_records_locked();
-      while (!outbox_.empty() && pending.size() < (1u << 20)) {
-        pending += outbox_.front();
-        outbox_.pop_front();
-      }
-    }
-    pollfd p[2] = {{fd_, static_cast<short>(POLLIN | (pending.empty() ? 0 : POLLOUT)), 0}, {wake_[0], POLLIN, 0}};
-    const int rc = ::poll(p, 2, 200);
-    if (rc < 0 && errno != EINTR) {
-      fail(std::string("poll failed: ") + std::strerror(errno));
-      return;
-    }
-    if (p[1].revents & POLLIN) {
-      char drain[64];
-      while (::read(wake_[0], drain, sizeof drain) > 0) {
-      }
-    }
-    if (!pending.empty() && (p[0].revents & POLLOUT)) {
-      const ssize_t n = ::send(fd_, pending.data(), pending.size(), MSG_NOSIGNAL);
-      if (n > 0) pending.erase(0, static_cast<std::size_t>(n));
-      else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        fail(std::string("write to the coordinator failed: ") + std::strerror(errno));
-        return;
-      }
-    }
-    if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n == 0) {
-        fail("the coordinator closed the connection");
-        return;
-      }
-      if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        fail(std::string("read from the coordinator failed: ") + std::strerror(errno));
-        return;
-      }
-      if (n > 0) {
-        try {
-          decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
-          last_heard_ = Clock::now();
-          while (auto b = decoder_.next_body()) take(channel_.open(*b));
-        } catch (const std::exception& e) {
-          fail(std::string("bad message from the coordinator: ") + e.what());
-          return;
-        }
-      }
+  std::string pending;  // bytes of the frames being written
+  while (!stopping_)
+    if (!pump_once(pending, next_beat)) return;
+  flush_at_close(pending);
+}
+
+// One turn of the I/O thread: a heartbeat when due, what is queued, what arrived. False once the
+// stream has failed.
+bool StreamLink::pump_once(std::string& pending, Clock::time_point& next_beat) {
+  if (Clock::now() >= next_beat) {
+    std::lock_guard lk(mu_);
+    outbox_.push_back(seal(proto::wrap(proto::Heartbeat{
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()})));
+    next_beat = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(heartbeat_s_));
+  }
+  if (pending.empty()) {
+    std::lock_guard lk(mu_);
+    seal_records_locked();
+    while (!outbox_.empty() && pending.size() < (1u << 20)) {
+      pending += outbox_.front();
+      outbox_.pop_front();
     }
   }
-  // Flush what is left before closing (best effort, bounded).
+  pollfd p[2] = {{fd_, static_cast<short>(POLLIN | (pending.empty() ? 0 : POLLOUT)), 0}, {wake_[0], POLLIN, 0}};
+  const int rc = ::poll(p, 2, 200);
+  if (rc < 0 && errno != EINTR) {
+    fail(std::string("poll failed: ") + std::strerror(errno));
+    return false;
+  }
+  if (p[1].revents & POLLIN) {
+    char drain[64];
+    while (::read(wake_[0], drain, sizeof drain) > 0) {
+    }
+  }
+  if (!pending.empty() && (p[0].revents & POLLOUT)) {
+    const ssize_t n = ::send(fd_, pending.data(), pending.size(), MSG_NOSIGNAL);
+    if (n > 0) pending.erase(0, static_cast<std::size_t>(n));
+    else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      fail("write to " + peer_ + " failed: " + std::strerror(errno));
+      return false;
+    }
+  }
+  return !(p[0].revents & (POLLIN | POLLHUP | POLLERR)) || read_some();
+}
+
+bool StreamLink::read_some() {
+  char buf[16384];
+  const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+  if (n == 0) {
+    fail(peer_ + " closed the connection");
+    return false;
+  }
+  if (n < 0 && errno != EAGAIN && errno != EINTR) {
+    fail("read from " + peer_ + " failed: " + std::strerror(errno));
+    return false;
+  }
+  if (n <= 0) return true;
+  try {
+    decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+    last_heard_ = Clock::now();
+    while (auto b = decoder_.next_body()) take(open(*b));
+  } catch (const std::exception& e) {
+    fail("bad message from " + peer_ + ": " + e.what());
+    return false;
+  }
+  return true;
+}
+
+// Flush what is left before closing (best effort, bounded).
+void StreamLink::flush_at_close(std::string& pending) {
   const auto until = Clock::now() + std::chrono::seconds(5);
   {
     std::lock_guard lk(mu_);
@@ -302,7 +335,7 @@ void CoordinatorLink::io_loop() {
   }
 }
 
-std::optional<nlohmann::json> CoordinatorLink::next_command(Clock::time_point deadline) {
+std::optional<nlohmann::json> StreamLink::next_command(Clock::time_point deadline) {
   std::unique_lock lk(mu_);
   cv_.wait_until(lk, deadline, [&] { return !inbox_.empty() || closed_; });
   if (inbox_.empty()) return std::nullopt;
@@ -311,37 +344,41 @@ std::optional<nlohmann::json> CoordinatorLink::next_command(Clock::time_point de
   return m;
 }
 
-void CoordinatorLink::take(nlohmann::json m) {
+void StreamLink::take(nlohmann::json m) {
   const auto t = proto::type_of(m);
-  std::lock_guard lk(mu_);
-  if (t == proto::MsgType::Heartbeat) return;  // it only proves the coordinator is alive
-  if (t == proto::MsgType::Ack) {
-    // An ack covers every record up to its seq.
-    unacked_.erase(unacked_.begin(), unacked_.upper_bound(proto::unwrap<proto::Ack>(m).seq));
-  } else {
-    if (t == proto::MsgType::Error) close_reason_ = "coordinator error: " + printable(m.value("message", std::string("?")));
-    inbox_.push_back(std::move(m));
+  if (t == proto::MsgType::Heartbeat) return;  // it only proves the peer is alive
+  {
+    std::lock_guard lk(mu_);
+    if (t == proto::MsgType::Ack) {
+      // An ack covers every record up to its seq.
+      const auto seq = proto::unwrap<proto::Ack>(m).seq;
+      if (seq > acked_) acked_ = seq;
+    } else {
+      if (t == proto::MsgType::Error) close_reason_ = "coordinator error: " + printable(m.value("message", std::string("?")));
+      inbox_.push_back(std::move(m));
+    }
   }
   cv_.notify_all();
+  if (notify_fd_ >= 0) (void)!::write(notify_fd_, "x", 1);
 }
 
-void CoordinatorLink::send(const nlohmann::json& msg) {
+void StreamLink::send(const nlohmann::json& msg) {
   {
     std::lock_guard lk(mu_);  // sealing advances the sequence: frames must queue in that order
     seal_records_locked();    // records queued before this message go before it
-    outbox_.push_back(channel_.seal(msg));
+    outbox_.push_back(seal(msg));
   }
-  if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
+  wake();
 }
 
 // Records queued since the last frame leave as batches: one frame, one MAC, one ack for many.
-void CoordinatorLink::seal_records_locked() {
+void StreamLink::seal_records_locked() {
   constexpr std::size_t kBatchBytes = 256 * 1024;
   std::vector<std::string> batch;
   std::size_t bytes = 0;
   std::uint64_t seq = records_first_seq_;
   const auto flush = [&] {
-    outbox_.push_back(channel_.seal_text(proto::encode_records(seq - 1, batch)));
+    outbox_.push_back(seal_text(proto::encode_records(seq - 1, batch)));
     batch.clear();
     bytes = 0;
   };
@@ -356,28 +393,26 @@ void CoordinatorLink::seal_records_locked() {
   records_first_seq_ = seq;
 }
 
-std::uint64_t CoordinatorLink::send_record(const Record& r) {
-  auto line = proto::record_line(r);
+std::uint64_t StreamLink::send_record_line(std::string line) {
   std::uint64_t seq = 0;
   {
     std::lock_guard lk(mu_);
     seq = ++seq_;
     if (records_.empty()) records_first_seq_ = seq;
-    unacked_.insert(seq);
     records_.push_back(std::move(line));
   }
-  if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
+  wake();
   return seq;
 }
 
-bool CoordinatorLink::wait_acked(Clock::time_point deadline) {
+bool StreamLink::wait_acked_to(std::uint64_t seq, Clock::time_point deadline) {
   std::unique_lock lk(mu_);
-  return cv_.wait_until(lk, deadline, [&] { return unacked_.empty() || closed_; }) && unacked_.empty();
+  return cv_.wait_until(lk, deadline, [&] { return acked_ >= seq || closed_; }) && acked_ >= seq;
 }
 
-void CoordinatorLink::close() {
+void StreamLink::close() {
   stopping_ = true;
-  if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
+  wake();
   if (thread_.joinable()) thread_.join();
   if (fd_ >= 0) {
     ::shutdown(fd_, SHUT_RDWR);
@@ -388,7 +423,7 @@ void CoordinatorLink::close() {
   cv_.notify_all();
 }
 
-std::string CoordinatorLink::close_reason() const {
+std::string StreamLink::close_reason() const {
   std::lock_guard lk(mu_);
   return close_reason_;
 }

@@ -11,12 +11,14 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <mutex>
 
 #include "common/auth.hpp"
 #include "common/env_options.hpp"
 #include "common/net.hpp"
 #include "worker/link.hpp"
+#include "worker/relay.hpp"
 #include "worker/node_info.hpp"
 #include "worker/runner.hpp"
 
@@ -37,6 +39,7 @@ struct Config {
   std::string params;
   double deadline = 120;
   double watchdog = 10;
+  std::string node_relay = "on";
 };
 
 // A worker whose coordinator is gone (connection closed, or silent past the bound: it sends a
@@ -44,7 +47,7 @@ struct Config {
 // long burn for nobody. Exit 3; under mpirun that ends the other ranks too.
 class Watchdog {
  public:
-  Watchdog(const CoordinatorLink& link, double bound_s, int rank) : link_(link), bound_s_(bound_s), rank_(rank) {
+  Watchdog(const Link& link, double bound_s, int rank) : link_(link), bound_s_(bound_s), rank_(rank) {
     thread_ = std::thread([this] { loop(); });
   }
   ~Watchdog() {
@@ -67,7 +70,7 @@ class Watchdog {
       std::_Exit(3);
     }
   }
-  const CoordinatorLink& link_;
+  const Link& link_;
   double bound_s_;
   int rank_;
   std::atomic<bool> stop_{false};
@@ -116,25 +119,85 @@ int run_standalone(const Config& c, const NodeInfo& node, const Faults& faults) 
   return worst;
 }
 
-int run_connected(const Config& c, const NodeInfo& node, const Faults& faults) {
-  const int rank = node.world_rank;
-  if (c.coordinator.empty()) die(rank, "no coordinator address: set KILN_COORDINATOR or --coordinator (or use --standalone)");
-  if (c.secret_file.empty()) die(rank, "no secret file: set KILN_SECRET_FILE or --secret-file");
+struct Coordinator {
   net::Endpoint ep;
   std::string secret;
+};
+
+Coordinator coordinator_of(const Config& c, int rank) {
+  if (c.coordinator.empty()) die(rank, "no coordinator address: set KILN_COORDINATOR or --coordinator (or use --standalone)");
+  if (c.secret_file.empty()) die(rank, "no secret file: set KILN_SECRET_FILE or --secret-file");
   try {
-    ep = net::parse_endpoint(c.coordinator);
-    secret = auth::read_secret_file(c.secret_file);
+    return {net::parse_endpoint(c.coordinator), auth::read_secret_file(c.secret_file)};
   } catch (const std::exception& e) {
     die(rank, e.what());
   }
-  CoordinatorLink link(ep, secret, LinkIdentity{rank, node.world_size, node.host, node});
+}
+
+// The node's ranks, as the relay needs them: set up once at start-up, the only MPI it takes
+// (MPI is used from the main thread only, never during rounds).
+struct NodeRelay {
+  std::string name;        // the agent's socket; empty: every rank connects on its own
+  int listen_fd = -1;      // the agent's
+  std::vector<int> ranks;  // the node's world ranks in local-rank order (the agent's)
+};
+
+NodeRelay node_relay(const Config& c, const NodeInfo& node) {
+  NodeRelay out;
+  if (c.node_relay != "on" || node.local_size < 2) return out;
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, node.world_rank, MPI_INFO_NULL, &local);
+  char name[relay::kMaxNameSize + 1] = {};
+  if (node.local_rank == 0) {
+    try {
+      out.listen_fd = relay::listen_socket(out.name);
+      std::snprintf(name, sizeof name, "%s", out.name.c_str());
+    } catch (const std::exception& e) {  // then every rank connects on its own
+      std::fprintf(stderr, "kiln-worker[%d]: warning: no node relay: %s\n", node.world_rank, e.what());
+    }
+    out.ranks.resize(static_cast<std::size_t>(node.local_size));
+  }
+  MPI_Bcast(name, sizeof name, MPI_CHAR, 0, local);
+  MPI_Gather(&node.world_rank, 1, MPI_INT, out.ranks.data(), 1, MPI_INT, 0, local);
+  MPI_Comm_free(&local);
+  out.name = name;
+  return out;
+}
+
+std::unique_ptr<Link> open_link(const Config& c, const NodeInfo& node) {
+  const int rank = node.world_rank;
+  const auto relay = node_relay(c, node);
+  const auto timeout = std::chrono::milliseconds(static_cast<long long>(c.connect_timeout * 1000));
   try {
-    link.connect(std::chrono::milliseconds(static_cast<long long>(c.connect_timeout * 1000)));
+    if (relay.name.empty()) {
+      const auto [ep, secret] = coordinator_of(c, rank);
+      auto link = std::make_unique<CoordinatorLink>(ep, secret, LinkIdentity{rank, node.world_size, node.host, node});
+      link->connect(timeout);
+      link->start();
+      return link;
+    }
+    if (node.local_rank != 0) {
+      auto link = std::make_unique<RelayClient>();
+      // The agent first waits for the node's ranks, then connects: up to a connect timeout each.
+      link->connect(relay.name, {rank, node}, Clock::now() + 2 * timeout + std::chrono::seconds(30));
+      link->start();
+      return link;
+    }
+    const auto [ep, secret] = coordinator_of(c, rank);
+    auto agent = std::make_unique<NodeAgent>(
+        relay.listen_fd, AgentSetup{ep, secret, LinkIdentity{rank, node.world_size, node.host, node}, relay.ranks, c.connect_timeout});
+    agent->connect();
+    agent->start();
+    return agent;
   } catch (const std::exception& e) {
     die(rank, e.what());
   }
-  link.start();
+}
+
+int run_connected(const Config& c, const NodeInfo& node, const Faults& faults) {
+  const int rank = node.world_rank;
+  auto owned = open_link(c, node);
+  Link& link = *owned;
   // Off while the campaign is ending normally: the watchdog is destroyed before the link closes.
   std::optional<Watchdog> watchdog;
   if (c.watchdog > 0) watchdog.emplace(link, c.watchdog, rank);
@@ -172,7 +235,7 @@ int run_connected(const Config& c, const NodeInfo& node, const Faults& faults) {
     std::fprintf(stderr, "kiln-worker[%d]: warning: not every result was acknowledged before exit\n", rank);
   watchdog.reset();
   link.send(proto::wrap(proto::Bye{"done"}));
-  link.close();
+  link.close();  // a node agent's: once the node's other ranks have finished too
   return 0;
 }
 
@@ -196,6 +259,9 @@ int main(int argc, char** argv) {
       ("watchdog", po::value(&c.watchdog)->default_value(c.watchdog),
        "leave (exit 3) when the coordinator's connection is closed or silent for this many seconds, even "
        "mid-check; 0 turns it off")
+      ("node-relay", po::value(&c.node_relay)->default_value(c.node_relay),
+       "on: one connection per node; the node's local rank 0 connects for all of the node's ranks and "
+       "relays for the others over a unix-domain socket (env KILN_NODE_RELAY); off: one connection per rank")
       ("list-tests", po::bool_switch(&c.list_tests), "list the tests this build knows and exit");
   po::variables_map vm;
   try {
@@ -220,6 +286,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "kiln-worker: error: %s must be a number of seconds up to 604800\n", name);
       return 2;
     }
+  if (c.node_relay != "on" && c.node_relay != "off") {
+    std::fprintf(stderr, "kiln-worker: error: --node-relay must be on or off\n");
+    return 2;
+  }
   int provided = 0;
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
     std::fprintf(stderr, "kiln-worker: error: MPI_Init failed\n");
