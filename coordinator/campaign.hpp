@@ -41,6 +41,7 @@ struct CampaignOptions {
   std::vector<std::string> launcher_args;
   bool quiet = false;
   std::vector<std::string> expected_nodes;  // when known (SLURM), for missing-node findings
+  nlohmann::json leaves = nlohmann::json::object();  // SLURM's leaf switches: {"leaf1": [hosts], ...}
   std::set<std::string> allowed_hosts;      // a hello must name one of these (SLURM: the candidate nodes)
   std::set<std::string> allowed_peers;      // when set, the only addresses that may connect
   // The localization phase, run after the test plan: returns its findings and its report section.

@@ -107,7 +107,8 @@ void Campaign::open_run_dir() {
                    {"coordinator", coordinator_},
                    {"secret_file", fs::absolute(secret_file).string()},
                    {"ranks", opts_.ranks},
-                   {"launcher", launcher_.name()}});
+                   {"launcher", launcher_.name()},
+                   {"leaves", opts_.leaves}});
   write_json_atomic(opts_.out / "campaign.json", campaign);
   fsync_dir(opts_.out);  // the secret's name, and the logs' when they were created
   const double ts = opts_.resume ? unix_now() : std::chrono::duration<double>(started_.time_since_epoch()).count();
@@ -217,6 +218,7 @@ ReportInput Campaign::report_input(const std::string& error) const {
   in.expected_ranks = opts_.ranks;
   in.sessions = session_;
   in.fleet.merge(fleet_);
+  in.fleet.set_leaves(leaves_of(opts_.leaves));
   // Earlier sessions' ranks, updated with this session's: a rank that came back is the one this
   // session saw; one that did not is lost to the campaign.
   std::map<int, RankSeen> seen;

@@ -143,6 +143,19 @@ std::vector<proto::TestSpec> parse_plan(const RunConfig& c) {
 }
 
 // Checks the SLURM request against the cluster before the run directory is written.
+// The leaf switches of SLURM's topology and their nodes, for the fleet's uplink comparison; empty
+// under topology/none or when scontrol cannot tell (it is evidence, not a requirement).
+nlohmann::json leaf_switches(slurm::SlurmClient& client) {
+  nlohmann::json out = nlohmann::json::object();
+  try {
+    for (const auto& sw : client.topology())
+      if (sw.is_leaf() && !sw.nodes.empty()) out[sw.name] = sw.nodes;
+  } catch (const std::exception& e) {
+    spdlog::debug("no topology: {}", e.what());
+  }
+  return out;
+}
+
 std::string plan_slurm(RunConfig& c, coord::CampaignOptions& o, slurm::CommandRunner& runner,
                        std::optional<coord::SlurmPlan>& plan) {
   coord::SlurmJobRequest req;
@@ -159,6 +172,7 @@ std::string plan_slurm(RunConfig& c, coord::CampaignOptions& o, slurm::CommandRu
   try {
     slurm::SlurmClient client(runner);
     plan = coord::SlurmLauncher::validate(client, req);
+    o.leaves = leaf_switches(client);
   } catch (const coord::SlurmRequestError& e) {
     return e.what();
   } catch (const std::exception& e) {

@@ -289,6 +289,17 @@ Report build_report(const ReportInput& in, const std::vector<RoundRecord>& round
   return rep;
 }
 
+std::map<std::string, std::vector<std::string>> leaves_of(const nlohmann::json& j) {
+  std::map<std::string, std::vector<std::string>> out;
+  if (!j.is_object()) return out;
+  for (const auto& [leaf, hosts] : j.items()) {
+    if (!hosts.is_array()) continue;
+    for (const auto& h : hosts)
+      if (h.is_string()) out[leaf].push_back(h.get<std::string>());
+  }
+  return out;
+}
+
 int exit_code(const Report& r) {
   if (r.verdict == "pass") return 0;
   return r.verdict == "fail" || r.verdict == "incomplete" ? 1 : 2;

@@ -126,6 +126,10 @@ struct ReportInput {
   analysis::Expectations expect;  // what the nodes are judged against (docs/spec.md)
 };
 
+// campaign.json's "leaves" ({"leaf1": [hosts], ...}) as the fleet takes them; anything malformed is
+// left out (a hand-edited file must not stop the report).
+std::map<std::string, std::vector<std::string>> leaves_of(const nlohmann::json& j);
+
 // Builds the report from the campaign's rounds (in id order, each with its counts and the records
 // judgement reads). Never throws on what the records hold: a value that cannot be judged becomes
 // a result.invalid finding.

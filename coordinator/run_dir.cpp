@@ -161,6 +161,7 @@ ReportInput report_input(const LoadedRun& run) {
   in.expected_ranks = run.ranks;
   in.ranks = run.seen;
   in.fleet = run.fleet;
+  if (run.campaign.is_object() && run.campaign.contains("leaves")) in.fleet.set_leaves(leaves_of(run.campaign.at("leaves")));
   for (const auto& k : run.seen) {
     if (!k.joined) continue;
     NodeInfo node = k.info;

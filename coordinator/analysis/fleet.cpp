@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "common/checks.hpp"
 #include "common/findings.hpp"
@@ -207,8 +208,22 @@ void Fleet::merge(const Fleet& other) {
 
 std::vector<Finding> Fleet::findings(const FleetConfig& cfg) const {
   auto out = figure_findings(cfg);
+  auto up = uplink_findings(cfg);
+  // A node behind a slow uplink is slow with its partners in other leaves: the uplink explains
+  // its median link, so it is not a finding of its own.
+  std::set<std::string> explained;
+  for (const auto& f : up) {
+    const auto sep = f.entity.id.find("<->");
+    for (const auto& leaf : {f.entity.id.substr(0, sep), sep == std::string::npos ? "" : f.entity.id.substr(sep + 3)})
+      if (auto it = leaves_.find(leaf); it != leaves_.end()) explained.insert(it->second.begin(), it->second.end());
+  }
+  std::erase_if(out, [&](const Finding& f) {
+    return f.code == Code::FleetOutlier && f.entity.kind == "node" && explained.count(f.entity.id) &&
+           f.summary.find("(the median of its links)") != std::string::npos;
+  });
   auto more = setting_findings(cfg);
   out.insert(out.end(), more.begin(), more.end());
+  out.insert(out.end(), up.begin(), up.end());
   return out;
 }
 
@@ -300,6 +315,91 @@ std::vector<Finding> Fleet::setting_findings(const FleetConfig& cfg) const {
                                                          {"fleet_value", common->first},
                                                          {"fleet_count", common->second},
                                                          {"nodes", holders}}})));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// One link class: the log figures of the links in it.
+struct LinkClass {
+  std::vector<double> logs;
+  std::vector<double> values;
+  double log_median() const { return stats::median(logs); }
+};
+
+}  // namespace
+
+// The links crossing out of each leaf against the links inside leaves (see the header).
+std::vector<Finding> Fleet::uplink_findings(const FleetConfig& cfg) const {
+  std::vector<Finding> out;
+  if (leaves_.size() < 2) return out;
+  std::map<std::string, std::string> leaf_of;
+  for (const auto& [leaf, hosts] : leaves_)
+    for (const auto& h : hosts) leaf_of[h] = leaf;
+  for (const auto& [key, fig] : links_) {
+    std::map<std::string, double> worst;  // link -> its worse direction
+    for (const auto& [id_dir, a] : fig.by_entity) {
+      const std::string id = id_dir.substr(0, id_dir.rfind('|'));
+      auto [it, fresh] = worst.emplace(id, a.sum / a.n);
+      if (!fresh) it->second = fig.higher_is_better ? std::min(it->second, a.sum / a.n) : std::max(it->second, a.sum / a.n);
+    }
+    LinkClass inside;
+    std::map<std::pair<std::string, std::string>, LinkClass> between;  // (leaf, leaf), ordered
+    for (const auto& [id, v] : worst) {
+      const auto sep = id.find("<->");
+      const auto a = leaf_of.find(id.substr(0, sep)), b = leaf_of.find(id.substr(sep + 3));
+      if (a == leaf_of.end() || b == leaf_of.end()) continue;
+      auto& c = a->second == b->second ? inside : between[std::minmax(a->second, b->second)];
+      c.logs.push_back(log_of(v));
+      c.values.push_back(v);
+    }
+    if (inside.logs.size() < 3 || between.empty()) continue;
+    const double base = inside.log_median();
+    const double sigma = std::max(1.4826 * stats::mad(inside.logs), std::log1p(cfg.min_rel_sigma));
+    std::map<std::pair<std::string, std::string>, bool> slow;
+    for (const auto& [pair, c] : between) {
+      if (c.logs.size() < 2) continue;
+      const double worse = fig.higher_is_better ? base - c.log_median() : c.log_median() - base;
+      slow[pair] = worse >= std::log(1 / (1 - cfg.rel_cutoff)) && worse >= cfg.z_cutoff * sigma;
+    }
+    auto finding = [&](const std::string& id, const std::string& what, const LinkClass& c) {
+      const double v = stats::median(c.values), m = std::exp(base);
+      out.push_back(make_finding(
+          Code::SwitchSlow, {"switch", id},
+          key.check + " " + key.metric + ": " + what + " run at " + short_number(v) + " " + fig.unit + " (median of " +
+              std::to_string(c.values.size()) + " links), " +
+              std::to_string(static_cast<int>(std::lround(100 * std::abs(1 - v / m)))) +
+              "% worse than links inside a leaf (" + short_number(m) + " " + fig.unit + ")",
+          nlohmann::json::array({{{"check", key.check}, {"metric", key.metric}, {"crossing_median", v},
+                                  {"crossing_links", c.values.size()}, {"inside_median", m},
+                                  {"inside_links", inside.values.size()}}}),
+          0.8));
+    };
+    if (leaves_.size() == 2) {
+      for (const auto& [pair, is_slow] : slow)
+        if (is_slow) finding(pair.first + "<->" + pair.second, "links between " + pair.first + " and " + pair.second +
+                                                                  " (through their uplinks and the spine)",
+                             between.at(pair));
+      continue;
+    }
+    // Three or more leaves: a leaf's uplink when every pair it is in is slow and some other pair is not.
+    for (const auto& [leaf, hosts] : leaves_) {
+      int with = 0, slow_with = 0, others_fast = 0;
+      LinkClass mine;
+      for (const auto& [pair, is_slow] : slow) {
+        const bool has = pair.first == leaf || pair.second == leaf;
+        if (has) {
+          ++with, slow_with += is_slow;
+          const auto& c = between.at(pair);
+          mine.values.insert(mine.values.end(), c.values.begin(), c.values.end());
+        } else if (!is_slow) {
+          ++others_fast;
+        }
+      }
+      if (with > 0 && slow_with == with && others_fast > 0)
+        finding(leaf, "links leaving leaf " + leaf + " (its uplink)", mine);
     }
   }
   return out;

@@ -19,6 +19,13 @@
 // third partner is slow) must not stand out from them. That spread leaves out the node's own links
 // when they are a sizeable part of all links (a small fleet), so a slow node does not widen it.
 //
+// Uplinks: with the leaf switches known (SLURM's topology), the links that cross between leaves
+// are compared with the links inside leaves. Every node of a leaf behind a slow uplink is slow
+// with its partners in other leaves only, so its median link may look like everyone's; the links
+// through the uplink stand out instead. Two leaves: the uplink path between them (either uplink,
+// or the spine) is one switch.slow finding; three or more: the leaf whose crossing links are slow
+// while links between the other leaves are not.
+//
 // Settings: software versions and node properties (driver, CUDA, NCCL, MPI, kernel, CPU model,
 // GPU model and count, memory) are compared across nodes; a node whose value differs from what a
 // clear majority of nodes have is an odd one out.
@@ -61,6 +68,8 @@ class Fleet {
   void merge(const Fleet& other);
 
   std::vector<Finding> findings(const FleetConfig& cfg = {}) const;
+  // Leaf switches and the hosts under each (empty: no topology, no uplink comparison).
+  void set_leaves(std::map<std::string, std::vector<std::string>> leaves) { leaves_ = std::move(leaves); }
   std::size_t figures() const { return figures_.size(); }
 
  private:
@@ -87,9 +96,11 @@ class Fleet {
   static double robust_z(const Figure& fig, const Acc& a, double m, double mad, const FleetConfig& cfg);
   std::vector<Finding> figure_findings(const FleetConfig& cfg) const;
   std::vector<Finding> setting_findings(const FleetConfig& cfg) const;
+  std::vector<Finding> uplink_findings(const FleetConfig& cfg) const;
 
   std::map<Key, Figure> figures_;
-  std::map<Key, Figure> links_;  // per link between two hosts, "a<->b"
+  std::map<Key, Figure> links_;  // per link between two hosts and direction, "a<->b|direction"
+  std::map<std::string, std::vector<std::string>> leaves_;
   std::map<std::string, std::map<std::string, std::string>> settings_;  // host -> name -> value
 };
 

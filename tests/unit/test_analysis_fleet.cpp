@@ -3,7 +3,9 @@
 // the odd one out.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <random>
+#include <set>
 
 #include "common/findings.hpp"
 #include "coordinator/analysis/fleet.hpp"
@@ -153,4 +155,55 @@ TEST_CASE("fleet: a node slow with every partner stands out by its median link; 
   r.value = 1;
   f.add_record(r);
   CHECK(f.figures() == 0);
+}
+
+namespace {
+
+// Every pair of `leaves` x 3 hosts measured once with net.pair_bw, 10% lognormal noise; a link that
+// crosses out of a leaf in `slow_leaves` is 20x slow.
+Fleet leaf_fleet(int leaves, const std::set<int>& slow_leaves, unsigned seed) {
+  Fleet f;
+  std::mt19937 rng(seed);
+  std::lognormal_distribution<double> noise(0.0, 0.1);
+  std::map<std::string, std::vector<std::string>> tree;
+  const int n = leaves * 3;
+  for (int i = 0; i < n; ++i) tree["leaf" + std::to_string(i / 3 + 1)].push_back("n" + std::to_string(i));
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) {
+      Result r;
+      r.test = "net.pair_bw";
+      r.metric = "bw";
+      r.size_bytes = 8 << 20;
+      r.entity = {"link", "n" + std::to_string(i) + "<->n" + std::to_string(j)};
+      const bool crosses = i / 3 != j / 3;
+      const bool slow = crosses && (slow_leaves.count(i / 3 + 1) || slow_leaves.count(j / 3 + 1));
+      r.value = noise(rng) / (slow ? 20.0 : 1.0);
+      f.add_record(r);
+    }
+  f.set_leaves(tree);
+  return f;
+}
+
+std::set<std::pair<std::string, std::string>> codes(const std::vector<Finding>& fs) {
+  std::set<std::pair<std::string, std::string>> out;
+  for (const auto& f : fs) out.insert({to_string(f.code), f.entity.id});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("fleet: a slow uplink is a switch.slow on the path between leaves, not a node finding", "[fleet]") {
+  using Set = std::set<std::pair<std::string, std::string>>;
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    // Two leaves: either uplink (or the spine) could be at fault, so the path is named.
+    CHECK(codes(leaf_fleet(2, {2}, seed).findings()) == Set{{"switch.slow", "leaf1<->leaf2"}});
+    // Three leaves: the leaf whose every crossing is slow while leaf1<->leaf2 is fast.
+    CHECK(codes(leaf_fleet(3, {3}, seed).findings()) == Set{{"switch.slow", "leaf3"}});
+    CHECK(leaf_fleet(2, {}, seed).findings().empty());
+    CHECK(leaf_fleet(3, {}, seed).findings().empty());
+  }
+  // Without the topology there is no uplink comparison.
+  auto f = leaf_fleet(2, {2}, 1);
+  f.set_leaves({});
+  CHECK(codes(f.findings()).count({"switch.slow", "leaf1<->leaf2"}) == 0);
 }
