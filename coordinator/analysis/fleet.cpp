@@ -118,13 +118,7 @@ LinkCut link_cut(const std::vector<std::pair<std::string, double>>& links, bool 
 std::map<Fleet::Key, Fleet::Figure> Fleet::node_figures_from_links(const FleetConfig& cfg) const {
   std::map<Key, Figure> out;
   for (const auto& [key, fig] : links_) {
-    std::map<std::string, double> worst;  // link -> its worse direction's mean
-    for (const auto& [id_dir, a] : fig.by_entity) {
-      const std::string id = id_dir.substr(0, id_dir.rfind('|'));
-      const double v = a.sum / a.n;
-      auto [it, fresh] = worst.emplace(id, v);
-      if (!fresh) it->second = fig.higher_is_better ? std::min(it->second, v) : std::max(it->second, v);
-    }
+    const auto worst = worst_directions(fig);  // link -> its worse direction's mean
     std::map<std::string, std::vector<double>> by_host;
     std::vector<std::pair<std::string, double>> links;
     for (const auto& [id, v] : worst) {
@@ -322,14 +316,68 @@ std::vector<Finding> Fleet::setting_findings(const FleetConfig& cfg) const {
 
 namespace {
 
-// One link class: the log figures of the links in it.
+// One link class: the figures of the links in it, and their logs.
 struct LinkClass {
   std::vector<double> logs;
   std::vector<double> values;
   double log_median() const { return stats::median(logs); }
 };
 
+// The links inside leaves, and those between each pair of leaves (ordered names).
+struct LeafLinks {
+  LinkClass inside;
+  std::map<std::pair<std::string, std::string>, LinkClass> between;
+};
+
+LeafLinks classify(const std::map<std::string, double>& links, const std::map<std::string, std::string>& leaf_of) {
+  LeafLinks out;
+  for (const auto& [id, v] : links) {
+    const auto sep = id.find("<->");
+    const auto a = leaf_of.find(id.substr(0, sep)), b = leaf_of.find(id.substr(sep + 3));
+    if (a == leaf_of.end() || b == leaf_of.end()) continue;
+    auto& c = a->second == b->second ? out.inside : out.between[std::minmax(a->second, b->second)];
+    c.logs.push_back(log_of(v));
+    c.values.push_back(v);
+  }
+  return out;
+}
+
+// Three or more leaves: the leaves whose every crossing is slow while some crossing between
+// other leaves is not, with their crossing links.
+std::vector<std::pair<std::string, LinkClass>> slow_uplinks(
+    const std::map<std::string, std::vector<std::string>>& leaves, const LeafLinks& ll,
+    const std::map<std::pair<std::string, std::string>, bool>& slow) {
+  std::vector<std::pair<std::string, LinkClass>> out;
+  for (const auto& [leaf, hosts] : leaves) {
+    int with = 0, slow_with = 0, others_fast = 0;
+    LinkClass mine;
+    for (const auto& [pair, is_slow] : slow) {
+      if (pair.first != leaf && pair.second != leaf) {
+        others_fast += is_slow ? 0 : 1;
+        continue;
+      }
+      ++with, slow_with += is_slow;
+      const auto& c = ll.between.at(pair);
+      mine.values.insert(mine.values.end(), c.values.begin(), c.values.end());
+    }
+    if (with > 0 && slow_with == with && others_fast > 0) out.emplace_back(leaf, std::move(mine));
+  }
+  return out;
+}
+
 }  // namespace
+
+// Each link's worse direction.
+std::map<std::string, double> Fleet::worst_directions(const Figure& fig) {
+  std::map<std::string, double> worst;
+  for (const auto& [id_dir, a] : fig.by_entity) {
+    const std::string id = id_dir.substr(0, id_dir.rfind('|'));
+    const double v = a.sum / a.n;
+    auto [it, fresh] = worst.emplace(id, v);
+    if (!fresh) it->second = fig.higher_is_better ? std::min(it->second, v) : std::max(it->second, v);
+  }
+  return worst;
+}
 
 // The links crossing out of each leaf against the links inside leaves (see the header).
 std::vector<Finding> Fleet::uplink_findings(const FleetConfig& cfg) const {
@@ -339,27 +387,12 @@ std::vector<Finding> Fleet::uplink_findings(const FleetConfig& cfg) const {
   for (const auto& [leaf, hosts] : leaves_)
     for (const auto& h : hosts) leaf_of[h] = leaf;
   for (const auto& [key, fig] : links_) {
-    std::map<std::string, double> worst;  // link -> its worse direction
-    for (const auto& [id_dir, a] : fig.by_entity) {
-      const std::string id = id_dir.substr(0, id_dir.rfind('|'));
-      auto [it, fresh] = worst.emplace(id, a.sum / a.n);
-      if (!fresh) it->second = fig.higher_is_better ? std::min(it->second, a.sum / a.n) : std::max(it->second, a.sum / a.n);
-    }
-    LinkClass inside;
-    std::map<std::pair<std::string, std::string>, LinkClass> between;  // (leaf, leaf), ordered
-    for (const auto& [id, v] : worst) {
-      const auto sep = id.find("<->");
-      const auto a = leaf_of.find(id.substr(0, sep)), b = leaf_of.find(id.substr(sep + 3));
-      if (a == leaf_of.end() || b == leaf_of.end()) continue;
-      auto& c = a->second == b->second ? inside : between[std::minmax(a->second, b->second)];
-      c.logs.push_back(log_of(v));
-      c.values.push_back(v);
-    }
-    if (inside.logs.size() < 3 || between.empty()) continue;
-    const double base = inside.log_median();
-    const double sigma = std::max(1.4826 * stats::mad(inside.logs), std::log1p(cfg.min_rel_sigma));
+    const LeafLinks ll = classify(worst_directions(fig), leaf_of);
+    if (ll.inside.logs.size() < 3 || ll.between.empty()) continue;
+    const double base = ll.inside.log_median();
+    const double sigma = std::max(1.4826 * stats::mad(ll.inside.logs), std::log1p(cfg.min_rel_sigma));
     std::map<std::pair<std::string, std::string>, bool> slow;
-    for (const auto& [pair, c] : between) {
+    for (const auto& [pair, c] : ll.between) {
       if (c.logs.size() < 2) continue;
       const double worse = fig.higher_is_better ? base - c.log_median() : c.log_median() - base;
       slow[pair] = worse >= std::log(1 / (1 - cfg.rel_cutoff)) && worse >= cfg.z_cutoff * sigma;
@@ -374,33 +407,18 @@ std::vector<Finding> Fleet::uplink_findings(const FleetConfig& cfg) const {
               "% worse than links inside a leaf (" + short_number(m) + " " + fig.unit + ")",
           nlohmann::json::array({{{"check", key.check}, {"metric", key.metric}, {"crossing_median", v},
                                   {"crossing_links", c.values.size()}, {"inside_median", m},
-                                  {"inside_links", inside.values.size()}}}),
+                                  {"inside_links", ll.inside.values.size()}}}),
           0.8));
     };
     if (leaves_.size() == 2) {
       for (const auto& [pair, is_slow] : slow)
-        if (is_slow) finding(pair.first + "<->" + pair.second, "links between " + pair.first + " and " + pair.second +
-                                                                  " (through their uplinks and the spine)",
-                             between.at(pair));
+        if (is_slow)
+          finding(pair.first + "<->" + pair.second,
+                  "links between " + pair.first + " and " + pair.second + " (through their uplinks and the spine)",
+                  ll.between.at(pair));
       continue;
     }
-    // Three or more leaves: a leaf's uplink when every pair it is in is slow and some other pair is not.
-    for (const auto& [leaf, hosts] : leaves_) {
-      int with = 0, slow_with = 0, others_fast = 0;
-      LinkClass mine;
-      for (const auto& [pair, is_slow] : slow) {
-        const bool has = pair.first == leaf || pair.second == leaf;
-        if (has) {
-          ++with, slow_with += is_slow;
-          const auto& c = between.at(pair);
-          mine.values.insert(mine.values.end(), c.values.begin(), c.values.end());
-        } else if (!is_slow) {
-          ++others_fast;
-        }
-      }
-      if (with > 0 && slow_with == with && others_fast > 0)
-        finding(leaf, "links leaving leaf " + leaf + " (its uplink)", mine);
-    }
+    for (const auto& [leaf, c] : slow_uplinks(leaves_, ll, slow)) finding(leaf, "links leaving leaf " + leaf + " (its uplink)", c);
   }
   return out;
 }

@@ -92,6 +92,7 @@ class Fleet {
     std::string how;  // how an entity's figure is made, when not its own mean (links: the median)
   };
   void add_link(const Result& r, const FigureSpec& figure);
+  static std::map<std::string, double> worst_directions(const Figure& fig);
   std::map<Key, Figure> node_figures_from_links(const FleetConfig& cfg) const;
   static double robust_z(const Figure& fig, const Acc& a, double m, double mad, const FleetConfig& cfg);
   std::vector<Finding> figure_findings(const FleetConfig& cfg) const;
