@@ -114,10 +114,12 @@ nlohmann::json rank_diff(const NodeInfo& base, const NodeInfo& mine, std::size_t
 
 NodeInfo rank_from_diff(const NodeInfo& base, const nlohmann::json& d, int rank, std::size_t index) {
   if (!d.is_object() || d.size() > std::size(kRankFields)) throw ProtocolError("hello rank_info entries must be objects");
-  for (const auto& [key, value] : d.items())
+  for (const auto& item : d.items()) {
+    const std::string key = item.key();
     if (std::find_if(std::begin(kRankFields), std::end(kRankFields), [&](const char* k) { return key == k; }) ==
         std::end(kRankFields))
       throw ProtocolError("hello rank_info names an unknown field");
+  }
   nlohmann::json merged = base;
   merged["world_rank"] = rank;
   merged["local_rank"] = index;

@@ -12,9 +12,9 @@ NODES=${KILN_TESTBED_NODES:-6}
 bash "$ROOT/scripts/build-fuzz.sh" "$ROOT/$BUILD-fuzz" || echo "run-tests: warning: the fuzz build failed; the fuzz tests will FAIL" >&2
 started=0
 if [ "$(id -u)" -eq 0 ] && [ -x "$TESTBED" ] && [ -z "${KILN_NO_TESTBED:-}" ]; then
-  echo "run-tests: bringing up the SLURM testbed ($NODES nodes in two leaves)"
+  echo "run-tests: bringing up the SLURM testbed ($NODES nodes)"
   "$TESTBED" down >/dev/null 2>&1 || true  # one left up by an earlier run would refuse to start
-  if "$TESTBED" up "$NODES" --topology tree; then
+  if "$TESTBED" up "$NODES"; then
     started=1
   else
     echo "run-tests: warning: the testbed did not come up; cluster tests will SKIP" >&2

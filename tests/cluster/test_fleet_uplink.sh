@@ -4,12 +4,25 @@
 # fast inside its own, so no node stands out; the fleet compares the links crossing between leaves
 # with the links inside leaves (SLURM's topology, kept in campaign.json) and names the path between
 # leaf1 and leaf2: one switch.slow, no node finding. With the fault cleared: no finding.
+#
+# The suite's testbed is flat (one bridge); this test brings it up again in two leaves and, at the
+# end, flat again with as many nodes (the cluster tests run one at a time).
 source "$(dirname "$0")/localize_lib.sh"
 need_testbed 6
+flat=""
 if [ "$(scontrol show topology 2>/dev/null | grep -c '^SwitchName=leaf')" -lt 2 ]; then
-  echo "SKIP: the testbed has no two leaves (bring it up with: testbed up 6 --topology tree)"; exit 77
+  [ "$(id -u)" -eq 0 ] || { echo "SKIP: the testbed is flat and only root can bring it up in two leaves"; exit 77; }
+  flat=$TESTBED_NODES
+  "$TESTBED" down > /dev/null 2>&1
+  "$TESTBED" up "$flat" --topology tree > /dev/null 2>&1 || { bad "testbed up $flat --topology tree failed"; finish; }
+  need_testbed 6
 fi
-trap 'clear_faults; [ -n "${KILN_KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
+restore() {
+  clear_faults
+  if [ -n "$flat" ]; then "$TESTBED" down > /dev/null 2>&1; "$TESTBED" up "$flat" > /dev/null 2>&1; fi
+  [ -n "${KILN_KEEP_TMP:-}" ] || rm -rf "$TMP"
+}
+trap restore EXIT
 clear_faults
 "$TESTBED" fault uplink leaf2 100mbit > /dev/null || { bad "cannot shape leaf2's uplink"; finish; }
 OUT="$TMP/uplink"
