@@ -72,6 +72,8 @@ void validate(const SimulateOptions& opt) {
   if (opt.mode == "full" && opt.nodes > 4096)
     throw std::invalid_argument("--mode full materialises every pair; use at most 4096 nodes");
   if (!(opt.slow_factor > 1.0)) throw std::invalid_argument("slow factor must be above 1");
+  // The planner needs at least one slow observation for a finding; 0 would be silently raised to 1.
+  if (opt.votes < 1 || opt.votes > 100) throw std::invalid_argument("--votes must be between 1 and 100");
 }
 
 }  // namespace
