@@ -28,6 +28,27 @@ double fast_side_sigma(const std::vector<double>& logs) {
     if (x <= m) dev.push_back(m - x);
   return dev.size() < 2 ? widen(mad_sigma(logs), logs.size()) : widen(1.4826 * median(dev), dev.size());
 }
+
+// The fast cluster of a round whose figures fall into two clusters, or nothing. See peer_baseline.
+std::vector<double> fast_cluster(const std::vector<double>& logs, const OutlierConfig& cfg, double rel_limit) {
+  const std::size_t n = logs.size();
+  const std::size_t min_fast = std::max<std::size_t>(2, (n + 9) / 10);
+  if (n < min_fast + 1) return {};
+  std::vector<double> sorted = logs;
+  std::sort(sorted.begin(), sorted.end());
+  std::size_t cut = 0;
+  double widest = 0.0;
+  for (std::size_t k = min_fast; k < n; ++k)
+    if (sorted[k] - sorted[k - 1] > widest) widest = sorted[k] - sorted[k - 1], cut = k;
+  // A fast majority holds the median already: the peers' median is the baseline.
+  if (cut == 0 || widest <= rel_limit || 2 * cut > n) return {};
+  const std::vector<double> lo(sorted.begin(), sorted.begin() + static_cast<long>(cut));
+  const std::vector<double> hi(sorted.begin() + static_cast<long>(cut), sorted.end());
+  double spread = std::max(widen(mad_sigma(lo), lo.size()), cfg.min_rel_sigma);
+  if (hi.size() >= 2) spread = std::max(spread, widen(mad_sigma(hi), hi.size()));
+  if (widest < cfg.z_cutoff * spread) return {};
+  return lo;
+}
 }
 
 std::string to_string(Verdict v) {
@@ -108,12 +129,14 @@ Baseline peer_baseline(const std::vector<double>& logs, const History::Ref* hist
                                     logs.size() > hist->count);
   b.sigma = own_spread ? fast_side_sigma(logs) : hist->log_sigma;
   b.basis = "peers";
-  // Groups far faster than the median mean the median is made of slow groups (more than
-  // half are slow, e.g. every node under one switch): re-centre on the fast cluster.
-  // Twice the relative cutoff: noise alone does not put two groups that far below.
-  std::vector<double> fast;
-  for (double x : logs)
-    if (x - med < -2.0 * rel_limit) fast.push_back(x);
+  // Two clusters, a fast one and a slow one, mean the median may be made of slow groups (half or
+  // more are slow, e.g. every node under one switch): re-centre on the fast cluster. The clusters
+  // are split at the widest gap between sorted figures, and the split counts only when that gap
+  // exceeds the relative cutoff AND z_cutoff times the spread inside either cluster. The spread is
+  // each cluster's own, not a fixed distance, so noise alone does not make a "fast cluster" (at 30%
+  // noise twice the relative cutoff is only 1.5 sigma, which a tenth of healthy groups reach), and
+  // an even split of fast and slow groups, whose median sits between the two, is still seen.
+  std::vector<double> fast = fast_cluster(logs, cfg, rel_limit);
   if (fast.size() >= 2 && fast.size() * 10 >= logs.size()) {
     b.log_exp = median(fast);
     b.sigma = fast_side_sigma(fast);

@@ -1,7 +1,9 @@
 // Outlier rules on recorded rounds (tests/data/analysis/round_*.json).
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <fstream>
+#include <random>
 #include <string>
 
 #include "coordinator/analysis/outliers.hpp"
@@ -140,4 +142,39 @@ TEST_CASE("too few peers: history of the same size, else the fastest peer, else 
   CHECK(invariant[0].verdict == Verdict::Fast);
   CHECK(invariant[1].verdict == Verdict::Slow);
   CHECK(invariant[1].basis == "history");
+}
+
+TEST_CASE("30% noise on 50 healthy pairs: the fast-cluster guard does not fire", "[analysis][outliers]") {
+  // Twice the relative cutoff is only 1.5 sigma at 30% noise: an absolute guard re-centred the
+  // baseline on the luckiest groups and called ordinary ones slow.
+  OutlierConfig cfg;
+  cfg.z_cutoff = 2.5;  // the screening round's cutoff, the most exposed one
+  int fired = 0;
+  for (std::uint64_t seed = 1; seed <= 50; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> z(0.0, 1.0);
+    std::vector<GroupSample> g;
+    for (int i = 0; i < 50; ++i) g.push_back({2, 0, 2.0 * std::exp(0.3 * z(rng)), false});
+    for (const auto& j : classify_round(g, cfg, nullptr)) {
+      if (j.basis == "peers(fast cluster)") ++fired;
+    }
+  }
+  CHECK(fired == 0);
+}
+
+TEST_CASE("half or more slow: the fast cluster re-centres the baseline", "[analysis][outliers]") {
+  OutlierConfig cfg;
+  std::vector<GroupSample> g;
+  const double noise[] = {1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0, 1.02, 0.98};
+  for (int n_slow : {5, 6, 8}) {
+    INFO(n_slow << " of 10 slow");
+    g.clear();
+    for (int i = 0; i < 10; ++i) g.push_back({2, 0, (i < n_slow ? 3.0 : 1.0) * noise[i], false});
+    const auto judged = classify_round(g, cfg, nullptr);
+    for (int i = 0; i < 10; ++i) {
+      INFO("group " << i);
+      CHECK(judged[i].verdict == (i < n_slow ? Verdict::Slow : Verdict::Fast));
+      CHECK(judged[i].basis == "peers(fast cluster)");
+    }
+  }
 }
