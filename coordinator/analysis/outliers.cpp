@@ -87,7 +87,16 @@ std::optional<History::Ref> History::reference(int group_size, std::int64_t size
   auto it = buckets_.find(key(group_size, size_bytes));
   if (it == buckets_.end() || it->second.logs.empty()) return std::nullopt;
   const auto& logs = it->second.logs;
-  return Ref{median(logs), widen(mad_sigma(logs), logs.size()), logs.size()};
+  Ref r{median(logs), logs.size() >= 2 ? widen(mad_sigma(logs), logs.size()) : 0.0, logs.size(), false};
+  if (logs.size() >= kOwnSpread) return r;
+  // Few values: a MAD from them may be 0 (one value, or ties). Floor it with the spread measured
+  // where the history is deep: the median over keys with enough values of their own.
+  std::vector<double> spreads;
+  for (const auto& [k, b] : buckets_)
+    if (b.logs.size() >= kOwnSpread) spreads.push_back(widen(mad_sigma(b.logs), b.logs.size()));
+  if (!spreads.empty()) r.log_sigma = std::max(r.log_sigma, median(spreads));
+  else if (logs.size() < 3) r.no_spread = true;
+  return r;
 }
 
 namespace {
@@ -121,7 +130,8 @@ Baseline peer_baseline(const std::vector<double>& logs, const History::Ref* hist
                        const OutlierConfig& cfg, double rel_limit) {
   const double med = median(logs);
   if (hist && med - hist->log_median > rel_limit)
-    return {hist->log_median, hist->log_sigma, "history(all-slow)"};
+    return {hist->log_median, hist->no_spread ? std::max(hist->log_sigma, 0.5 * rel_limit) : hist->log_sigma,
+            "history(all-slow)"};
   Baseline b;
   b.log_exp = med;
   // The history's spread when it rests on more groups than this round has.
@@ -151,7 +161,12 @@ std::optional<Baseline> baseline(const std::vector<double>& logs, const History:
                                  const OutlierConfig& cfg, double rel_limit) {
   if (static_cast<int>(logs.size()) >= cfg.min_peers)
     return peer_baseline(logs, hist, cfg, rel_limit);
-  if (hist) return Baseline{hist->log_median, hist->log_sigma, "history"};
+  if (hist) {
+    // One or two earlier figures and no spread anywhere: they cannot tell a 25% slowdown from
+    // noise, so only a clear one counts (z_cutoff x half the relative cutoff), not 1% of it.
+    const double sigma = hist->no_spread ? std::max(hist->log_sigma, 0.5 * rel_limit) : hist->log_sigma;
+    return Baseline{hist->log_median, sigma, "history"};
+  }
   // Two groups and nothing else to go by (a tiny cluster, or a timeout took a peer): the
   // faster one is the reference and only the relative cutoff can speak.
   if (logs.size() >= 2)

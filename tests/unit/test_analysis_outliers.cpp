@@ -178,3 +178,34 @@ TEST_CASE("half or more slow: the fast cluster re-centres the baseline", "[analy
     }
   }
 }
+
+TEST_CASE("a history of one value is not exact: its spread comes from deep history, else a wide prior",
+          "[analysis][outliers]") {
+  // Two groups of 16 (too few peers) against one earlier figure of 16-groups that came out 25%
+  // fast by luck. With a fixed 1% spread the healthy 16-groups were 23 sigmas slow.
+  OutlierConfig cfg;
+  std::vector<GroupSample> g = {{16, 0, 12.6, false}, {16, 0, 12.4, false}};
+  History thin;
+  thin.add(16, 0, 10.0);
+  auto judged = classify_round(g, cfg, &thin);
+  CHECK(judged[0].basis == "history");
+  CHECK(judged[0].verdict == Verdict::Fast);
+  CHECK(judged[0].z < cfg.z_cutoff);
+
+  // Deep history of pairs measured at 10% noise: its spread floors the thin 16-group history.
+  History deep;
+  deep.add(16, 0, 10.0);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> z(0.0, 1.0);
+  for (int i = 0; i < 64; ++i) deep.add(2, 0, 10.0 * std::exp(0.1 * z(rng)));
+  const auto ref = deep.reference(16, 0);
+  REQUIRE(ref);
+  CHECK(ref->log_sigma > 0.07);
+  CHECK_FALSE(ref->no_spread);
+  judged = classify_round(g, cfg, &deep);
+  CHECK(judged[0].verdict == Verdict::Fast);
+  // ... and a real 3x slowdown still stands out against either.
+  g[1].value = 30.0;
+  CHECK(classify_round(g, cfg, &thin)[1].verdict == Verdict::Slow);
+  CHECK(classify_round(g, cfg, &deep)[1].verdict == Verdict::Slow);
+}
