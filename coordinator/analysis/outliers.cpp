@@ -40,8 +40,10 @@ std::vector<double> fast_cluster(const std::vector<double>& logs, const OutlierC
   double widest = 0.0;
   for (std::size_t k = min_fast; k < n; ++k)
     if (sorted[k] - sorted[k - 1] > widest) widest = sorted[k] - sorted[k - 1], cut = k;
-  // A fast majority holds the median already: the peers' median is the baseline.
-  if (cut == 0 || widest <= rel_limit || 2 * cut > n) return {};
+  // Both sides must be clusters: one group far above the rest is a slow group, not a slow cluster.
+  // A fast majority is still re-centred on: with many slow groups the median of all is pulled to the
+  // slow end of the fast cluster even when it stays inside it.
+  if (cut == 0 || widest <= rel_limit || n - cut < min_fast) return {};
   const std::vector<double> lo(sorted.begin(), sorted.begin() + static_cast<long>(cut));
   const std::vector<double> hi(sorted.begin() + static_cast<long>(cut), sorted.end());
   double spread = std::max(widen(mad_sigma(lo), lo.size()), cfg.min_rel_sigma);
@@ -149,8 +151,12 @@ Baseline peer_baseline(const std::vector<double>& logs, const History::Ref* hist
   std::vector<double> fast = fast_cluster(logs, cfg, rel_limit);
   if (fast.size() >= 2 && fast.size() * 10 >= logs.size()) {
     b.log_exp = median(fast);
-    b.sigma = fast_side_sigma(fast);
-    if (hist) b.sigma = std::max(b.sigma, hist->log_sigma);
+    // A fast majority holds the median, so the fast side of the whole round is its spread already,
+    // measured on more groups; a fast minority gives its own.
+    if (fast.size() * 2 <= logs.size()) {
+      b.sigma = fast_side_sigma(fast);
+      if (hist) b.sigma = std::max(b.sigma, hist->log_sigma);
+    }
     b.basis = "peers(fast cluster)";
   }
   return b;

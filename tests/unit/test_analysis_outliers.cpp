@@ -166,7 +166,7 @@ TEST_CASE("half or more slow: the fast cluster re-centres the baseline", "[analy
   OutlierConfig cfg;
   std::vector<GroupSample> g;
   const double noise[] = {1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0, 1.02, 0.98};
-  for (int n_slow : {5, 6, 8}) {
+  for (int n_slow : {3, 4, 5, 6, 8}) {
     INFO(n_slow << " of 10 slow");
     g.clear();
     for (int i = 0; i < 10; ++i) g.push_back({2, 0, (i < n_slow ? 3.0 : 1.0) * noise[i], false});
@@ -177,6 +177,12 @@ TEST_CASE("half or more slow: the fast cluster re-centres the baseline", "[analy
       CHECK(judged[i].basis == "peers(fast cluster)");
     }
   }
+  // One group far above the rest is a slow group, not a cluster: the plain peer median.
+  g.clear();
+  for (int i = 0; i < 10; ++i) g.push_back({2, 0, (i < 1 ? 3.0 : 1.0) * noise[i], false});
+  const auto judged = classify_round(g, cfg, nullptr);
+  CHECK(judged[0].verdict == Verdict::Slow);
+  CHECK(judged[1].basis == "peers");
 }
 
 TEST_CASE("a history of one value is not exact: its spread comes from deep history, else a wide prior",
