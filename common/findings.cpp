@@ -42,6 +42,11 @@ const std::vector<CatalogEntry>& catalog() {
       {Code::SwitchSlow, "switch.slow", S::Critical, "switch", "every node under one switch is slow",
        "check switch {entity}: uplink ports, port error counters and firmware; the nodes under it are slow only "
        "because of the switch, so do not drain them one by one"},
+      {Code::LocalizeUnresolved, "localize.unresolved", S::Warning, "node or link",
+       "localization could not decide whether a suspect node or link is slow: it ran out of rounds, of "
+       "resolution tests or of known-good partners before enough votes for or against it",
+       "rerun the localization with {entity} and a few known-good nodes (kiln run --nodelist), or with a larger "
+       "round budget; the evidence lists the slow and fast tests it had and why it stopped"},
       {Code::GpuCount, "gpu.count", S::Critical, "node", "the node has fewer usable GPUs than the spec expects",
        "check nvidia-smi and dmesg for the missing GPU (XID 79: fell off the bus); reseat or replace it"},
       {Code::GpuModel, "gpu.model", S::Error, "gpu", "a GPU is not the model the spec expects",

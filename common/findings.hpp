@@ -27,6 +27,7 @@ enum class Code {
   LinkSlow,
   NvlinkSlow,
   SwitchSlow,
+  LocalizeUnresolved,
   GpuCount,
   GpuModel,
   GpuDriver,

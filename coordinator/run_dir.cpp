@@ -122,7 +122,8 @@ void attach_records(const fs::path& path, LoadedRun& run) {
 // Codes only the localization planner gives: in a report from before the journal they are the
 // localization's findings, which cannot be judged again from results.jsonl alone.
 bool planner_code(const std::string& code) {
-  return code == "node.slow" || code == "link.slow" || code == "switch.slow" || code == "node.lost";
+  return code == "node.slow" || code == "link.slow" || code == "switch.slow" || code == "node.lost" ||
+         code == "localize.unresolved";
 }
 
 }  // namespace

@@ -28,6 +28,29 @@ double fast_side_sigma(const std::vector<double>& logs) {
     if (x <= m) dev.push_back(m - x);
   return dev.size() < 2 ? widen(mad_sigma(logs), logs.size()) : widen(1.4826 * median(dev), dev.size());
 }
+
+// The fast cluster of a round whose figures fall into two clusters, or nothing. See peer_baseline.
+std::vector<double> fast_cluster(const std::vector<double>& logs, const OutlierConfig& cfg, double rel_limit) {
+  const std::size_t n = logs.size();
+  const std::size_t min_fast = std::max<std::size_t>(2, (n + 9) / 10);
+  if (n < min_fast + 1) return {};
+  std::vector<double> sorted = logs;
+  std::sort(sorted.begin(), sorted.end());
+  std::size_t cut = 0;
+  double widest = 0.0;
+  for (std::size_t k = min_fast; k < n; ++k)
+    if (sorted[k] - sorted[k - 1] > widest) widest = sorted[k] - sorted[k - 1], cut = k;
+  // Both sides must be clusters: one group far above the rest is a slow group, not a slow cluster.
+  // A fast majority is still re-centred on: with many slow groups the median of all is pulled to the
+  // slow end of the fast cluster even when it stays inside it.
+  if (cut == 0 || widest <= rel_limit || n - cut < min_fast) return {};
+  const std::vector<double> lo(sorted.begin(), sorted.begin() + static_cast<long>(cut));
+  const std::vector<double> hi(sorted.begin() + static_cast<long>(cut), sorted.end());
+  double spread = std::max(widen(mad_sigma(lo), lo.size()), cfg.min_rel_sigma);
+  if (hi.size() >= 2) spread = std::max(spread, widen(mad_sigma(hi), hi.size()));
+  if (widest < cfg.z_cutoff * spread) return {};
+  return lo;
+}
 }
 
 std::string to_string(Verdict v) {
@@ -66,7 +89,16 @@ std::optional<History::Ref> History::reference(int group_size, std::int64_t size
   auto it = buckets_.find(key(group_size, size_bytes));
   if (it == buckets_.end() || it->second.logs.empty()) return std::nullopt;
   const auto& logs = it->second.logs;
-  return Ref{median(logs), widen(mad_sigma(logs), logs.size()), logs.size()};
+  Ref r{median(logs), logs.size() >= 2 ? widen(mad_sigma(logs), logs.size()) : 0.0, logs.size(), false};
+  if (logs.size() >= kOwnSpread) return r;
+  // Few values: a MAD from them may be 0 (one value, or ties). Floor it with the spread measured
+  // where the history is deep: the median over keys with enough values of their own.
+  std::vector<double> spreads;
+  for (const auto& [k, b] : buckets_)
+    if (b.logs.size() >= kOwnSpread) spreads.push_back(widen(mad_sigma(b.logs), b.logs.size()));
+  if (!spreads.empty()) r.log_sigma = std::max(r.log_sigma, median(spreads));
+  else if (logs.size() < 3) r.no_spread = true;
+  return r;
 }
 
 namespace {
@@ -100,7 +132,8 @@ Baseline peer_baseline(const std::vector<double>& logs, const History::Ref* hist
                        const OutlierConfig& cfg, double rel_limit) {
   const double med = median(logs);
   if (hist && med - hist->log_median > rel_limit)
-    return {hist->log_median, hist->log_sigma, "history(all-slow)"};
+    return {hist->log_median, hist->no_spread ? std::max(hist->log_sigma, 0.5 * rel_limit) : hist->log_sigma,
+            "history(all-slow)"};
   Baseline b;
   b.log_exp = med;
   // The history's spread when it rests on more groups than this round has.
@@ -108,16 +141,22 @@ Baseline peer_baseline(const std::vector<double>& logs, const History::Ref* hist
                                     logs.size() > hist->count);
   b.sigma = own_spread ? fast_side_sigma(logs) : hist->log_sigma;
   b.basis = "peers";
-  // Groups far faster than the median mean the median is made of slow groups (more than
-  // half are slow, e.g. every node under one switch): re-centre on the fast cluster.
-  // Twice the relative cutoff: noise alone does not put two groups that far below.
-  std::vector<double> fast;
-  for (double x : logs)
-    if (x - med < -2.0 * rel_limit) fast.push_back(x);
+  // Two clusters, a fast one and a slow one, mean the median may be made of slow groups (half or
+  // more are slow, e.g. every node under one switch): re-centre on the fast cluster. The clusters
+  // are split at the widest gap between sorted figures, and the split counts only when that gap
+  // exceeds the relative cutoff AND z_cutoff times the spread inside either cluster. The spread is
+  // each cluster's own, not a fixed distance, so noise alone does not make a "fast cluster" (at 30%
+  // noise twice the relative cutoff is only 1.5 sigma, which a tenth of healthy groups reach), and
+  // an even split of fast and slow groups, whose median sits between the two, is still seen.
+  std::vector<double> fast = fast_cluster(logs, cfg, rel_limit);
   if (fast.size() >= 2 && fast.size() * 10 >= logs.size()) {
     b.log_exp = median(fast);
-    b.sigma = fast_side_sigma(fast);
-    if (hist) b.sigma = std::max(b.sigma, hist->log_sigma);
+    // A fast majority holds the median, so the fast side of the whole round is its spread already,
+    // measured on more groups; a fast minority gives its own.
+    if (fast.size() * 2 <= logs.size()) {
+      b.sigma = fast_side_sigma(fast);
+      if (hist) b.sigma = std::max(b.sigma, hist->log_sigma);
+    }
     b.basis = "peers(fast cluster)";
   }
   return b;
@@ -128,7 +167,12 @@ std::optional<Baseline> baseline(const std::vector<double>& logs, const History:
                                  const OutlierConfig& cfg, double rel_limit) {
   if (static_cast<int>(logs.size()) >= cfg.min_peers)
     return peer_baseline(logs, hist, cfg, rel_limit);
-  if (hist) return Baseline{hist->log_median, hist->log_sigma, "history"};
+  if (hist) {
+    // One or two earlier figures and no spread anywhere: they cannot tell a 25% slowdown from
+    // noise, so only a clear one counts (z_cutoff x half the relative cutoff), not 1% of it.
+    const double sigma = hist->no_spread ? std::max(hist->log_sigma, 0.5 * rel_limit) : hist->log_sigma;
+    return Baseline{hist->log_median, sigma, "history"};
+  }
   // Two groups and nothing else to go by (a tiny cluster, or a timeout took a peer): the
   // faster one is the reference and only the relative cutoff can speak.
   if (logs.size() >= 2)

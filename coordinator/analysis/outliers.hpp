@@ -73,9 +73,15 @@ class History {
   void add(int group_size, std::int64_t size_bytes, double cost);
   struct Ref {
     double log_median = 0.0;
-    double log_sigma = 0.0;  // MAD-based, unfloored
+    // MAD-based. Below kOwnSpread values it is at least the spread floor: the median spread of
+    // the keys that have enough values of their own (the same figure measured again and again).
+    double log_sigma = 0.0;
     std::size_t count = 0;
+    // Too few values for a spread and no other key to borrow one from: log_sigma is 0 and the
+    // caller must not treat the baseline as exact.
+    bool no_spread = false;
   };
+  static constexpr std::size_t kOwnSpread = 8;
   std::optional<Ref> reference(int group_size, std::int64_t size_bytes) const;
 
  private:

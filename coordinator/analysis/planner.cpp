@@ -68,8 +68,9 @@ std::optional<RoundPlan> Planner::next() {
   if (!s.book.pending.empty()) throw std::logic_error("planner: observe() the previous round first");
   if (s.book.observed >= s.book.max_rounds) {
     s.book.finished = true;
+    s.book.out_of_rounds = true;
     s.book.finish_note = "stopped after max_rounds=" + std::to_string(s.book.max_rounds) +
-                         "; unresolved suspects are listed in the story";
+                         "; undecided suspects are reported as localize.unresolved findings";
     return std::nullopt;
   }
 

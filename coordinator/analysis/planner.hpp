@@ -77,7 +77,8 @@ struct PlannerConfig {
   // Size of the groups of the first (screening) round. 2 screens every node at once with pairs;
   // larger groups are bisected in parallel down to pairs when slow.
   int screen_group_size = 2;
-  // Give up after this many rounds (0: 4*ceil(log2 N) + 24). What is unresolved is in the story.
+  // Give up after this many rounds (0: 4*ceil(log2 N) + 24). What is still undecided then is
+  // reported as localize.unresolved findings.
   int max_rounds = 0;
   // Resolution tests of one suspect node before it is reported inconclusive.
   int max_tests_per_node = 6;
@@ -104,7 +105,8 @@ class Planner {
   // Throws std::invalid_argument when a group of the plan has no outcome.
   void observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes);
 
-  // Findings so far: node.slow, link.slow, switch.slow, node.lost. Complete once next() is nullopt.
+  // Findings so far: node.slow, link.slow, switch.slow, node.lost, and localize.unresolved for
+  // suspects the planner gave up on. Complete once next() is nullopt.
   std::vector<kiln::Finding> findings() const;
   // Round-by-round story: what each round tested, what was slow, what was concluded.
   nlohmann::json story() const;

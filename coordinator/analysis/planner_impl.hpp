@@ -120,6 +120,7 @@ struct RoundBook {
   std::int64_t max_rounds = 0;
   std::map<std::int64_t, std::vector<Tag>> pending;  // planned, not yet observed: one tag per group
   bool finished = false;
+  bool out_of_rounds = false;  // stopped by max_rounds: what is undecided is reported unresolved
   std::string finish_note;
 };
 

@@ -69,6 +69,46 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
         confidence(static_cast<int>(partners.size()), d.fast)));
   }
 
+  // Suspects the planner gave up on: a node that ran out of resolution tests or partners, or, when
+  // the round budget ran out, any node never seen fast and any link candidate still undecided.
+  for (int u = 0; u < n; ++u) {
+    const auto& d = nodes[u];
+    if (!active(u)) continue;
+    const bool never_cleared = d.fast == 0;
+    if (!d.unresolved && !(book.out_of_rounds && never_cleared)) continue;
+    nlohmann::json slow = nlohmann::json::array();
+    for (const auto& s : d.slow_pairs)
+      slow.push_back({{"round", s.round}, {"partner", name(s.partner)}, {"partner_known_good", good(s.partner)},
+                      {"figure", s.figure}, {"slowness", finite(s.slowness)}});
+    const std::string why = d.unresolved ? "ran out of resolution tests or known-good partners"
+                                         : "the round budget (max_rounds=" + std::to_string(book.max_rounds) +
+                                               ") ran out";
+    out.push_back(kiln::make_finding(
+        kiln::Code::LocalizeUnresolved, {"node", name(u)},
+        name(u) + " is undecided: " + std::to_string(d.slow_pairs.size()) + " slow pair test(s), " +
+            std::to_string(d.fast) + " fast test(s); " + why,
+        {{"slow_pair_tests", slow}, {"fast_tests", d.fast}, {"resolution_tests", d.resolution_tests},
+         {"votes_needed", cfg.votes}, {"stopped", why}, {"rounds", book.observed}},
+        0.5));
+  }
+  if (book.out_of_rounds) {
+    for (const auto& [key, l] : links) {
+      if (l.confirmed || l.cleared || !good(key.first) || !good(key.second)) continue;
+      const auto& [a, b] = key;
+      nlohmann::json pairs = nlohmann::json::array();
+      for (const auto& [round, slowness] : l.slow_pair_tests)
+        pairs.push_back({{"round", round}, {"slowness", finite(slowness)}});
+      out.push_back(kiln::make_finding(
+          kiln::Code::LocalizeUnresolved, {"link", link_id(a, b)},
+          "link " + link_id(a, b) + " is undecided: " + std::to_string(l.slow_pair_tests.size() + l.group_votes) +
+              " slow vote(s), " + std::to_string(l.fast_pair_tests) + " fast pair test(s) when the round budget ran out",
+          {{"slow_pair_tests", pairs}, {"group_votes", l.group_votes}, {"fast_pair_tests", l.fast_pair_tests},
+           {"votes_needed", cfg.votes}, {"stopped", "the round budget (max_rounds=" + std::to_string(book.max_rounds) +
+                                                    ") ran out"}, {"rounds", book.observed}},
+          0.5));
+    }
+  }
+
   for (const auto& [key, l] : links) {
     if (!l.confirmed || !good(key.first) || !good(key.second)) continue;
     const auto& [a, b] = key;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "common/findings.hpp"
 #include "coordinator/analysis/planner.hpp"
 
 namespace kiln::analysis {
@@ -72,6 +73,8 @@ void validate(const SimulateOptions& opt) {
   if (opt.mode == "full" && opt.nodes > 4096)
     throw std::invalid_argument("--mode full materialises every pair; use at most 4096 nodes");
   if (!(opt.slow_factor > 1.0)) throw std::invalid_argument("slow factor must be above 1");
+  // The planner needs at least one slow observation for a finding; 0 would be silently raised to 1.
+  if (opt.votes < 1 || opt.votes > 100) throw std::invalid_argument("--votes must be between 1 and 100");
 }
 
 }  // namespace
@@ -129,11 +132,17 @@ TrialResult simulate_trial(const SimulateOptions& opt, std::uint64_t seed, bool 
     if (cluster.bad_node[u]) truth.insert("node:" + planner.node_name(u));
   for (auto [a, b] : cluster.bad_links)
     truth.insert("link:" + planner.node_name(a) + "<->" + planner.node_name(b));
-  const auto findings = planner.findings();
+  auto findings = planner.findings();
+  // localize.unresolved says "could not decide", not "this is broken": counted apart, not in precision.
+  const auto undecided = std::stable_partition(findings.begin(), findings.end(), [](const kiln::Finding& f) {
+    return f.code != kiln::Code::LocalizeUnresolved;
+  });
+  r.unresolved = static_cast<int>(findings.end() - undecided);
   r.truth = static_cast<int>(truth.size());
-  r.findings = static_cast<int>(findings.size());
+  r.findings = static_cast<int>(undecided - findings.begin());
   std::int64_t localized = 0;
-  for (const auto& f : findings) {
+  for (auto it = findings.begin(); it != undecided; ++it) {
+    const auto& f = *it;
     if (truth.count(f.entity.kind + ":" + f.entity.id)) {
       ++r.true_positives;
       localized = std::max<std::int64_t>(localized, f.evidence.value("confirmed_round", r.rounds));
@@ -156,13 +165,13 @@ int run_simulate(const SimulateOptions& opt, std::ostream& out) {
     return 2;
   }
   std::int64_t tp = 0, found = 0, truth = 0, rounds_sum = 0, rounds_max = 0, loc_sum = 0,
-               loc_max = 0, tests_sum = 0;
+               loc_max = 0, tests_sum = 0, unresolved = 0;
   double time_sum = 0.0;
   int exact = 0;
   std::vector<TrialResult> trials;
   for (int t = 0; t < opt.trials; ++t) {
     auto r = simulate_trial(opt, opt.seed + static_cast<std::uint64_t>(t), opt.trials == 1);
-    tp += r.true_positives, found += r.findings, truth += r.truth;
+    tp += r.true_positives, found += r.findings, truth += r.truth, unresolved += r.unresolved;
     rounds_sum += r.rounds, rounds_max = std::max(rounds_max, r.rounds);
     loc_sum += r.localized_round, loc_max = std::max(loc_max, r.localized_round);
     tests_sum += r.tests, time_sum += r.modelled_seconds;
@@ -176,6 +185,7 @@ int run_simulate(const SimulateOptions& opt, std::ostream& out) {
       {"nodes", opt.nodes}, {"bad_nodes", opt.bad_nodes}, {"bad_links", opt.bad_links},
       {"noise", opt.noise}, {"seed", opt.seed}, {"trials", opt.trials}, {"mode", opt.mode},
       {"precision", precision}, {"recall", recall}, {"exact_trials", exact},
+      {"unresolved", unresolved},
       {"rounds_mean", static_cast<double>(rounds_sum) / n}, {"rounds_max", rounds_max},
       {"localized_round_mean", static_cast<double>(loc_sum) / n}, {"localized_round_max", loc_max},
       {"tests_mean", static_cast<double>(tests_sum) / n},

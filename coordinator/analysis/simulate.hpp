@@ -41,6 +41,7 @@ struct TrialResult {
   int true_positives = 0;
   int findings = 0;
   int truth = 0;
+  int unresolved = 0;  // localize.unresolved findings (not counted in findings)
   nlohmann::json detail;  // truth, findings (and story) for single trials
 };
 

@@ -33,7 +33,8 @@ std::set<Key> recorded(const json& report, bool localization) {
   std::set<Key> out;
   for (const auto& f : report["findings"]) {
     const auto code = f["code"].get<std::string>();
-    const bool from_planner = code == "node.slow" || code == "link.slow" || code == "switch.slow" || code == "node.lost";
+    const bool from_planner = code == "node.slow" || code == "link.slow" || code == "switch.slow" ||
+                              code == "node.lost" || code == "localize.unresolved";
     if (from_planner == localization) out.insert({code, f["entity"]["id"].get<std::string>()});
   }
   return out;

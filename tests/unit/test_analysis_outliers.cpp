@@ -1,7 +1,9 @@
 // Outlier rules on recorded rounds (tests/data/analysis/round_*.json).
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <fstream>
+#include <random>
 #include <string>
 
 #include "coordinator/analysis/outliers.hpp"
@@ -140,4 +142,76 @@ TEST_CASE("too few peers: history of the same size, else the fastest peer, else 
   CHECK(invariant[0].verdict == Verdict::Fast);
   CHECK(invariant[1].verdict == Verdict::Slow);
   CHECK(invariant[1].basis == "history");
+}
+
+TEST_CASE("30% noise on 50 healthy pairs: the fast-cluster guard does not fire", "[analysis][outliers]") {
+  // Twice the relative cutoff is only 1.5 sigma at 30% noise: an absolute guard re-centred the
+  // baseline on the luckiest groups and called ordinary ones slow.
+  OutlierConfig cfg;
+  cfg.z_cutoff = 2.5;  // the screening round's cutoff, the most exposed one
+  int fired = 0;
+  for (std::uint64_t seed = 1; seed <= 50; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> z(0.0, 1.0);
+    std::vector<GroupSample> g;
+    for (int i = 0; i < 50; ++i) g.push_back({2, 0, 2.0 * std::exp(0.3 * z(rng)), false});
+    for (const auto& j : classify_round(g, cfg, nullptr)) {
+      if (j.basis == "peers(fast cluster)") ++fired;
+    }
+  }
+  CHECK(fired == 0);
+}
+
+TEST_CASE("half or more slow: the fast cluster re-centres the baseline", "[analysis][outliers]") {
+  OutlierConfig cfg;
+  std::vector<GroupSample> g;
+  const double noise[] = {1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0, 1.02, 0.98};
+  for (int n_slow : {3, 4, 5, 6, 8}) {
+    INFO(n_slow << " of 10 slow");
+    g.clear();
+    for (int i = 0; i < 10; ++i) g.push_back({2, 0, (i < n_slow ? 3.0 : 1.0) * noise[i], false});
+    const auto judged = classify_round(g, cfg, nullptr);
+    for (int i = 0; i < 10; ++i) {
+      INFO("group " << i);
+      CHECK(judged[i].verdict == (i < n_slow ? Verdict::Slow : Verdict::Fast));
+      CHECK(judged[i].basis == "peers(fast cluster)");
+    }
+  }
+  // One group far above the rest is a slow group, not a cluster: the plain peer median.
+  g.clear();
+  for (int i = 0; i < 10; ++i) g.push_back({2, 0, (i < 1 ? 3.0 : 1.0) * noise[i], false});
+  const auto judged = classify_round(g, cfg, nullptr);
+  CHECK(judged[0].verdict == Verdict::Slow);
+  CHECK(judged[1].basis == "peers");
+}
+
+TEST_CASE("a history of one value is not exact: its spread comes from deep history, else a wide prior",
+          "[analysis][outliers]") {
+  // Two groups of 16 (too few peers) against one earlier figure of 16-groups that came out 25%
+  // fast by luck. With a fixed 1% spread the healthy 16-groups were 23 sigmas slow.
+  OutlierConfig cfg;
+  std::vector<GroupSample> g = {{16, 0, 12.6, false}, {16, 0, 12.4, false}};
+  History thin;
+  thin.add(16, 0, 10.0);
+  auto judged = classify_round(g, cfg, &thin);
+  CHECK(judged[0].basis == "history");
+  CHECK(judged[0].verdict == Verdict::Fast);
+  CHECK(judged[0].z < cfg.z_cutoff);
+
+  // Deep history of pairs measured at 10% noise: its spread floors the thin 16-group history.
+  History deep;
+  deep.add(16, 0, 10.0);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> z(0.0, 1.0);
+  for (int i = 0; i < 64; ++i) deep.add(2, 0, 10.0 * std::exp(0.1 * z(rng)));
+  const auto ref = deep.reference(16, 0);
+  REQUIRE(ref);
+  CHECK(ref->log_sigma > 0.07);
+  CHECK_FALSE(ref->no_spread);
+  judged = classify_round(g, cfg, &deep);
+  CHECK(judged[0].verdict == Verdict::Fast);
+  // ... and a real 3x slowdown still stands out against either.
+  g[1].value = 30.0;
+  CHECK(classify_round(g, cfg, &thin)[1].verdict == Verdict::Slow);
+  CHECK(classify_round(g, cfg, &deep)[1].verdict == Verdict::Slow);
 }

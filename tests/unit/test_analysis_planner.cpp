@@ -237,3 +237,34 @@ TEST_CASE("same seed, same campaign", "[analysis][planner]") {
   REQUIRE(a.plans.size() == b.plans.size());
   for (std::size_t i = 0; i < a.plans.size(); ++i) CHECK(a.plans[i].groups == b.plans[i].groups);
 }
+
+TEST_CASE("round budget spent: suspects are reported unresolved with evidence and a next step",
+          "[analysis][planner]") {
+  // Eight nodes, node 3 slow; one round allows only the screen, so node 3 and its screen partner
+  // are suspects nobody decided. They used to vanish: no finding at all.
+  PlannerConfig cfg;
+  cfg.max_rounds = 1;
+  Planner planner(8, cfg);
+  while (auto plan = planner.next()) {
+    std::vector<GroupOutcome> out;
+    for (const auto& g : plan->groups) {
+      const bool slow = std::find(g.begin(), g.end(), 3) != g.end();
+      out.push_back({g, slow ? 6.0 : 2.0 * (1.0 + 0.01 * static_cast<double>(g[0])), false, {}});
+    }
+    planner.observe(*plan, std::move(out));
+  }
+  REQUIRE(planner.done());
+  const auto fs = planner.findings();
+  std::set<std::string> unresolved;
+  for (const auto& f : fs) {
+    CHECK(f.code == kiln::Code::LocalizeUnresolved);
+    CHECK(f.severity == kiln::Severity::Warning);
+    CHECK(f.next_step.find(f.entity.id) != std::string::npos);
+    CHECK(f.evidence["slow_pair_tests"].size() == 1);
+    CHECK(f.evidence["stopped"].get<std::string>().find("max_rounds=1") != std::string::npos);
+    unresolved.insert(f.entity.id);
+  }
+  CHECK(unresolved.size() == 2);
+  CHECK(unresolved.count("node3") == 1);
+  CHECK(planner.story()["note"].get<std::string>().find("localize.unresolved") != std::string::npos);
+}

@@ -73,3 +73,14 @@ TEST_CASE("simulate rejects impossible options", "[analysis][simulate]") {
   CHECK(run_simulate(opt, out) == 2);
   CHECK(out.str().find("--nodes") != std::string::npos);
 }
+
+TEST_CASE("simulate rejects zero votes with exit code 2", "[analysis][simulate]") {
+  SimulateOptions opt;
+  opt.votes = 0;
+  std::ostringstream out;
+  CHECK(run_simulate(opt, out) == 2);
+  CHECK(out.str().find("--votes must be between 1 and 100") != std::string::npos);
+  opt.votes = -3;
+  std::ostringstream out2;
+  CHECK(run_simulate(opt, out2) == 2);
+}
