@@ -72,7 +72,8 @@ std::vector<ParamSpec> nccl_sweep() {
           p("buffers", P::String, "nccl", none, none, "ncclMemAlloc (nccl) or cudaMalloc (cuda) buffers",
             {"nccl", "cuda"}),
           p("comm", P::String, "split", none, none, "communicator: deadline-bounded split, or direct (a benchmark aid)",
-            {"split", "direct"})};
+            {"split", "direct"}),
+          budget_reserve()};
 }
 
 std::vector<ParamSpec> rdma_pair(bool latency) {
