@@ -40,6 +40,14 @@ ParamSpec p(std::string name, ParamType t, json fallback, std::optional<double> 
   return {std::move(name), t, std::move(fallback), lo, hi, std::move(choices), std::move(help)};
 }
 
+// The sweeps' time budget (worker/sweep_budget.hpp): a size whose estimate does not fit before the
+// deadline less this reserve is skipped, with the estimate and the time left in its reason.
+ParamSpec budget_reserve() {
+  return p("budget_reserve_s", P::Number, 1.0, 0, 3600,
+           "seconds kept back from the deadline for reporting: a size estimated not to finish before the deadline "
+           "less this is skipped (SKIP result with the estimate), and so are the larger ones");
+}
+
 // The parameters every MPI sweep shares; defaults differ per collective.
 std::vector<ParamSpec> mpi_sweep(std::int64_t min_b, std::int64_t max_b, double factor, std::int64_t per_size,
                                  int max_iters) {
@@ -47,7 +55,8 @@ std::vector<ParamSpec> mpi_sweep(std::int64_t min_b, std::int64_t max_b, double 
           p("max_bytes", P::Bytes, max_b, 1, 16 * kGiB, "largest message of the sweep"),
           p("factor", P::Number, factor, 1.01, 1024, "size step multiplier"),
           p("bytes_per_size", P::Bytes, per_size, 1, 1024 * kGiB, "about this many bytes are moved per size"),
-          p("max_iters", P::Int, max_iters, 2, 1e6, "timed operations per size at most")};
+          p("max_iters", P::Int, max_iters, 2, 1e6, "timed operations per size at most"),
+          budget_reserve()};
 }
 
 std::vector<ParamSpec> nccl_sweep() {
@@ -63,7 +72,8 @@ std::vector<ParamSpec> nccl_sweep() {
           p("buffers", P::String, "nccl", none, none, "ncclMemAlloc (nccl) or cudaMalloc (cuda) buffers",
             {"nccl", "cuda"}),
           p("comm", P::String, "split", none, none, "communicator: deadline-bounded split, or direct (a benchmark aid)",
-            {"split", "direct"})};
+            {"split", "direct"}),
+          budget_reserve()};
 }
 
 std::vector<ParamSpec> rdma_pair(bool latency) {

@@ -180,6 +180,8 @@ void Runner::run_test(const proto::Round& round, std::size_t index) {
       if (sink.only_skipped()) {  // a test that could not run is SKIP, never PASS
         final_status = Status::Skip;
         why = sink.skip_reason();
+      } else if (final_status == Status::Pass && !sink.skip_reason().empty()) {
+        why = "passed with some results skipped: " + sink.skip_reason();  // e.g. sizes past the time budget
       }
     } catch (const DeadlineExceeded& e) {
       final_status = Status::Timeout;

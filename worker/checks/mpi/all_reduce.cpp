@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -29,13 +30,17 @@ class MpiAllReduce : public Check {
     auto send = std::make_unique<std::vector<float>>(max_count, static_cast<float>(ctx.group_rank + 1));
     auto recv = std::make_unique<std::vector<float>>(max_count, 0.0f);
     const float expect = static_cast<float>(n) * static_cast<float>(n + 1) / 2.0f;
+    SweepBudget budget(ctx, sink);
     for (const auto bytes : sizes) {
       const int count = static_cast<int>(std::max<std::int64_t>(1, bytes / static_cast<std::int64_t>(sizeof(float))));
       const int iters = iterations_for(bytes, ctx.param<std::int64_t>("bytes_per_size", 256 << 20),
                                        ctx.param<int>("max_iters", 50));
+      if (!budget.admit(bytes, iters + 1)) continue;  // + the warm-up operation
+      const auto started = std::chrono::steady_clock::now();
       const double t = time_group_op(ctx, iters, [&](MPI_Request* r) {
         return MPI_Iallreduce(send->data(), recv->data(), count, MPI_FLOAT, MPI_SUM, ctx.comm, r);
       }, send, recv);
+      budget.measured(bytes, iters + 1, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
       const double algbw = static_cast<double>(count) * sizeof(float) / t / 1e9;
       const double busbw = algbw * (n > 1 ? 2.0 * (n - 1) / n : 1.0);
       bool ok = true;

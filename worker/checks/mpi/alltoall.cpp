@@ -3,6 +3,7 @@
 // a group is slow iff it holds a slow node or both ends of a slow link. busbw uses nccl-tests'
 // factor (n-1)/n, which makes groups of different sizes comparable.
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -25,13 +26,17 @@ class MpiAlltoall : public Check {
     const std::int64_t max_block = sizes.back() / n + 1;
     auto send = std::make_unique<std::vector<char>>(static_cast<std::size_t>(max_block * n), static_cast<char>(ctx.group_rank));
     auto recv = std::make_unique<std::vector<char>>(static_cast<std::size_t>(max_block * n), -1);
+    SweepBudget budget(ctx, sink);
     for (const auto bytes : sizes) {
       const int block = static_cast<int>(std::max<std::int64_t>(1, bytes / n));
       const int iters = iterations_for(bytes, ctx.param<std::int64_t>("bytes_per_size", 64 << 20),
                                         ctx.param<int>("max_iters", 20));
+      if (!budget.admit(bytes, iters + 1)) continue;  // + the warm-up operation
+      const auto started = std::chrono::steady_clock::now();
       const double t = time_group_op(ctx, iters, [&](MPI_Request* r) {
         return MPI_Ialltoall(send->data(), block, MPI_CHAR, recv->data(), block, MPI_CHAR, ctx.comm, r);
       }, send, recv);
+      budget.measured(bytes, iters + 1, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
       const std::int64_t total = static_cast<std::int64_t>(block) * n;
       const double algbw = static_cast<double>(total) / t / 1e9;
       const double busbw = algbw * (n > 1 ? static_cast<double>(n - 1) / n : 1.0);

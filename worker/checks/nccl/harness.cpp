@@ -11,6 +11,7 @@
 #include "common/check.hpp"
 #include "worker/hw/cuda_util.hpp"  // KILN_CUDA: the worker's one CUDA check macro
 #include "worker/mpi_deadline.hpp"
+#include "worker/sweep_budget.hpp"
 #include "worker/checks/nccl/params.hpp"
 
 #if KILN_HAVE_NCCL
@@ -131,6 +132,8 @@ class Sweep {
   void allocate();
   void sweep();
   void measure_line(std::size_t size, const Shape& shape, Placement pl);
+  bool admit(const Shape& shape, Placement pl, int ops);
+  void emit_budget_skip(const Shape& shape, Placement pl, const std::string& reason);
   void launch_at(const Shape& shape, Placement pl, std::size_t offset);
   void run_ops(std::size_t size, const Shape& shape, Placement pl, int count, bool rotate);
   std::uint64_t check_line(std::size_t size, const Shape& shape, Placement pl);
@@ -156,6 +159,11 @@ class Sweep {
   std::string stop_detail;
   std::vector<double> busbws;
   std::size_t max_reduced_from = 0;
+  // The time budget of the measured pass (worker/sweep_budget.hpp).
+  budget::Step last_line;
+  bool budget_stopped = false;
+  budget::Decision budget_stop;
+  std::size_t budget_stop_bytes = 0;
 
   std::optional<Communicator> comm;
   std::optional<Stream> stream;
@@ -257,9 +265,69 @@ void Sweep::sweep() {
         run_ops(size, shape, pl, p.warmup, true);
         continue;
       }
+      // A measured line runs its warm-up, the timed iterations and the data check.
+      const int ops = std::max(1, p.warmup) + p.iters + (p.check ? 1 : 0);
+      if (!admit(shape, pl, ops)) continue;
+      const auto started = Clock::now();
       measure_line(size, shape, pl);
+      last_line = {static_cast<std::int64_t>(shape.line_bytes()), ops,
+                   std::chrono::duration<double>(Clock::now() - started).count()};
     }
   }
+}
+
+// Whether the group measures this line within the time left before the collective deadline, less
+// budget_reserve_s: every member's estimate and time left go to the root, which sends back the
+// largest estimate and the least time left, so that all members decide alike. The warm-up pass is
+// not budgeted (it runs each size a few times, a small part of the sweep).
+bool Sweep::admit(const Shape& shape, Placement pl, int ops) {
+  const auto bytes = static_cast<std::int64_t>(shape.line_bytes());
+  if (budget_stopped) {
+    emit_budget_skip(shape, pl,
+                     "size " + std::to_string(bytes) + " B skipped: the sweep stopped at " +
+                         std::to_string(budget_stop_bytes) + " B (" + budget_stop.reason + ")");
+    return false;
+  }
+  struct Ask {
+    double estimate_s;
+    double left_s;
+  } ask{budget::estimate_s(last_line, bytes, ops), std::chrono::duration<double>(coll_deadline - Clock::now()).count()};
+  st.phase = kBarrier;
+  auto all = ex.gather(&ask, sizeof ask, 0, coll_deadline);
+  if (me == 0) {
+    for (int r = 0; r < n; ++r) {
+      if (!all[r]) throw SweepStopped{Failure::Timeout, "a group member did not answer the time-budget exchange by the deadline"};
+      Ask a;
+      std::memcpy(&a, all[r]->data(), sizeof a);
+      ask.estimate_s = std::max(ask.estimate_s, a.estimate_s);
+      ask.left_s = std::min(ask.left_s, a.left_s);
+    }
+  }
+  if (!ex.broadcast(&ask, sizeof ask, 0, coll_deadline))
+    throw SweepStopped{Failure::Timeout, "the time-budget decision did not arrive from group rank 0 by the deadline"};
+  const budget::Decision d = budget::decide(bytes, ask.estimate_s, ask.left_s, p.budget_reserve_s);
+  if (d.run) return true;
+  budget_stopped = true;
+  budget_stop = d;
+  budget_stop_bytes = shape.line_bytes();
+  emit_budget_skip(shape, pl, d.reason);
+  return false;
+}
+
+// The root reports a skipped line (as it reports the measured ones).
+void Sweep::emit_budget_skip(const Shape& shape, Placement pl, const std::string& reason) {
+  if (me != 0) return;
+  Result res;
+  res.metric = "busbw";
+  res.unit = "GB/s";
+  res.size_bytes = static_cast<std::int64_t>(shape.line_bytes());
+  res.status = Status::Skip;
+  res.reason = reason;
+  res.extra = {{"collective", coll_name(c)},           {"placement", placement_name(pl)},
+               {"budget", true},                        {"estimate_s", budget_stop.estimate_s},
+               {"left_s", budget_stop.left_s},          {"reserve_s", budget_stop.reserve_s},
+               {"stopped_at_bytes", budget_stop_bytes}, {"group_world_ranks", ctx.group_world_ranks}};
+  sink.emit(std::move(res));
 }
 
 void Sweep::measure_line(std::size_t size, const Shape& shape, Placement pl) {

@@ -8,6 +8,8 @@
 //   check                 verify the received data once per line     default false
 //   root                  broadcast root (group rank)                default 0
 //   abort_grace_s         seconds kept back from the round deadline for aborting and reporting
+//   budget_reserve_s      a line estimated not to finish before the collective deadline less this
+//                         is skipped, and the larger ones too (worker/sweep_budget.hpp)   default 1
 //
 // Drill (test aid, env KILN_FAULT, see docs/nccl-rdma.md):
 //   {"nccl": {"hang_rank": 1, "test": "nccl.all_reduce", "at_bytes": 1048576, "silent": false}}
@@ -39,6 +41,7 @@ struct SweepParams {
   bool check = false;
   int root = 0;
   double abort_grace_s = 5.0;
+  double budget_reserve_s = 1.0;
   // Where the send and receive buffers come from: "nccl" (ncclMemAlloc, cuMem memory mapped for
   // the peer GPUs, what nccl-tests uses) or "cuda" (cudaMalloc).
   std::string buffers = "nccl";
@@ -70,6 +73,7 @@ inline SweepParams parse_sweep_params(const nlohmann::json& p) {
   s.check = p.value("check", s.check);
   s.root = p.value("root", s.root);
   s.abort_grace_s = p.value("abort_grace_s", s.abort_grace_s);
+  s.budget_reserve_s = p.value("budget_reserve_s", s.budget_reserve_s);
   s.buffers = p.value("buffers", s.buffers);
   if (s.buffers != "nccl" && s.buffers != "cuda") throw std::invalid_argument("buffers must be nccl or cuda, not '" + s.buffers + "'");
   s.comm = p.value("comm", s.comm);
@@ -87,6 +91,7 @@ inline SweepParams parse_sweep_params(const nlohmann::json& p) {
   if (s.iters < 1) throw std::invalid_argument("iters must be at least 1");
   if (s.warmup < 0) throw std::invalid_argument("warmup must not be negative");
   if (s.abort_grace_s < 0) throw std::invalid_argument("abort_grace_s must not be negative");
+  if (s.budget_reserve_s < 0) throw std::invalid_argument("budget_reserve_s must not be negative");
   size_ladder(s.min_bytes, s.max_bytes, s.factor);  // throws on a bad ladder
   return s;
 }
