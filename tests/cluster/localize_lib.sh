@@ -29,4 +29,13 @@ show_run() {
   echo "--- summary"; cat "$1.summary"; echo "--- progress"; tail -40 "$1.stderr"
 }
 
+# no_finding_when_cleared: faults cleared, the same campaign (LOCALIZE_TESTS) exits 0 with no finding.
+no_finding_when_cleared() {
+  clear_faults
+  local out="$TMP/clean" f
+  run_localize "$out"
+  f=$(findings "$out")
+  [ $RC -eq 0 ] && [ -z "$f" ] && pass "fault cleared: exit 0, no finding" || { bad "clean run: exit $RC, findings: $f"; show_run "$out"; }
+}
+
 clear_faults() { "$TESTBED" fault clear >/dev/null 2>&1 || true; }

@@ -34,6 +34,19 @@ wait_idle() {
   done
 }
 
+# start_kill_drill: a 3-node, 2-ranks-per-node campaign of six 16 MiB all-reduce rounds in the
+# background (pid in $pid, output in $TMP/run.out and run.err, run dir $OUT), once it reaches round
+# 3. Needs store_lib.sh.
+start_kill_drill() {
+  OUT="$TMP/run"
+  KILN_LOG_LEVEL=debug "$KILN" run --partition debug --nodes 3 --ranks-per-node 2 --out "$OUT" --localize-by off \
+    --deadline 15 --tests "$(long_plan 6)" --params "$LONG_PARAMS" > "$TMP/run.out" 2> "$TMP/run.err" &
+  pid=$!
+  if ! wait_for "$TMP/run.err" "round 3: mpi" 180; then
+    bad "the campaign never reached round 3"; cat "$TMP/run.err"; kill $pid; wait $pid; finish
+  fi
+}
+
 # Fails the test if a kiln-worker runs anywhere: in the root namespace or any testbed node's namespace.
 no_workers_left() {
   local i ns pid left="" deadline=$((SECONDS + 20))

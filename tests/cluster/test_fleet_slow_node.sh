@@ -25,9 +25,5 @@ print(f["summary"])
 assert "median of its links" in f["summary"] and ev["check"] == "net.pair_bw"
 assert ev["value"] < 0.75 * ev["fleet_median"], ev
 PY
-clear_faults
-OUT="$TMP/clean"
-LOCALIZE_TESTS=host.inventory,net.pair_bw run_localize "$OUT"
-F=$(findings "$OUT")
-[ $RC -eq 0 ] && [ -z "$F" ] && pass "fault cleared: exit 0, no finding" || { bad "clean run: exit $RC, findings: $F"; show_run "$OUT"; }
+LOCALIZE_TESTS=host.inventory,net.pair_bw no_finding_when_cleared
 finish

@@ -41,9 +41,5 @@ print(f["summary"])
 ev = f["evidence"][0]
 assert ev["crossing_median"] < 0.5 * ev["inside_median"] and ev["crossing_links"] >= 4, ev
 PY
-clear_faults
-OUT="$TMP/clean"
-LOCALIZE_TESTS=host.inventory,net.pair_bw run_localize "$OUT"
-F=$(findings "$OUT")
-[ $RC -eq 0 ] && [ -z "$F" ] && pass "fault cleared: exit 0, no finding" || { bad "clean run: exit $RC, findings: $F"; show_run "$OUT"; }
+LOCALIZE_TESTS=host.inventory,net.pair_bw no_finding_when_cleared
 finish

@@ -7,14 +7,7 @@ source "${KILN_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/integration/stor
 need_testbed 3
 cleanup() { "$TESTBED" fault clear > /dev/null 2>&1; [ -n "${KILN_KEEP_TMP:-}" ] || rm -rf "$TMP"; }
 trap cleanup EXIT
-OUT="$TMP/run"
-PLAN=$(long_plan 6)
-KILN_LOG_LEVEL=debug "$KILN" run --partition debug --nodes 3 --ranks-per-node 2 --out "$OUT" --localize-by off \
-  --deadline 15 --tests "$PLAN" --params "$LONG_PARAMS" > "$TMP/run.out" 2> "$TMP/run.err" &
-pid=$!
-if ! wait_for "$TMP/run.err" "round 3: mpi" 180; then
-  bad "the campaign never reached round 3"; cat "$TMP/run.err"; kill $pid; wait $pid; finish
-fi
+start_kill_drill
 acked_before=$(acked "$TMP/run.err")
 "$TESTBED" fault crash node3 && pass "crashed node3 with $acked_before records acknowledged"
 wait $pid

@@ -7,14 +7,7 @@
 source "$(dirname "$0")/slurm_lib.sh"
 source "${KILN_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/integration/store_lib.sh"
 need_testbed 3
-OUT="$TMP/run"
-PLAN=$(long_plan 6)
-KILN_LOG_LEVEL=debug "$KILN" run --partition debug --nodes 3 --ranks-per-node 2 --out "$OUT" --localize-by off \
-  --deadline 15 --tests "$PLAN" --params "$LONG_PARAMS" > "$TMP/run.out" 2> "$TMP/run.err" &
-pid=$!
-if ! wait_for "$TMP/run.err" "round 3: mpi" 180; then
-  bad "the campaign never reached round 3"; cat "$TMP/run.err"; kill $pid; wait $pid; finish
-fi
+start_kill_drill
 # node2's second task: its rank from the task's environment.
 victim="" rank=""
 for p in $(ip netns pids kiln-node2); do

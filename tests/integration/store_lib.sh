@@ -36,3 +36,23 @@ PY
 
 # result_lines FILE: result records in results.jsonl.
 result_lines() { grep -c '"record":"result"' "$1"; }
+
+# one_rank_lost OUT RANK NRANKS: the report has rank.lost for RANK only, every other rank is ok,
+# the 7 plan rounds of long_plan 6 all finished and the last ran on the other ranks; some result of
+# the last round is in results.jsonl. Prints nothing; exit status says.
+one_rank_lost() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+out, rank, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rep = json.load(open(out + "/report.json"))
+lost = [f for f in rep["findings"] if f["code"] == "rank.lost"]
+assert [f["entity"]["id"] for f in lost] == [str(rank)], lost
+states = {r["rank"]: r["state"] for r in rep["ranks"]}
+assert states[rank] == "lost" and all(s == "ok" for r, s in states.items() if r != rank), states
+plan = [r for r in rep["rounds"] if r["phase"] == "plan"]
+assert len(plan) == 7 and all(r["finished"] for r in plan), [(r["id"], r["finished"]) for r in plan]
+assert plan[-1]["done"] == sorted(set(range(n)) - {rank}), plan[-1]   # the last round ran on the others, to its end
+rows = [json.loads(l) for l in open(out + "/results.jsonl") if '"record":"result"' in l]
+assert any(r["round_id"] == plan[-1]["id"] for r in rows)
+PY
+}

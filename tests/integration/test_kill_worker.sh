@@ -29,21 +29,12 @@ lines=$(wc -l < "$OUT/results.jsonl")
 echo "figures: $acked records acknowledged, $lines lines in results.jsonl"
 [ "$acked" -gt 0 ] && [ "$lines" -ge "$acked" ] && pass "every acknowledged record is in the file" || bad "acknowledged $acked, $lines lines"
 lines_parse "$OUT/results.jsonl" && pass "every line parses" || bad "a torn or bad line"
-python3 - "$OUT" "$rank" <<'PY' && pass "rank.lost for rank $rank; the others finished the plan" || bad "report content"
+one_rank_lost "$OUT" "$rank" 3 && pass "rank.lost for rank $rank; the others finished the plan" || bad "report content"
+python3 - "$OUT" <<'PY' && pass "the report's totals equal the file" || bad "report totals"
 import json, sys
-out, rank = sys.argv[1], int(sys.argv[2])
-rep = json.load(open(out + "/report.json"))
-lost = [f for f in rep["findings"] if f["code"] == "rank.lost"]
-assert [f["entity"]["id"] for f in lost] == [str(rank)], lost
-states = {r["rank"]: r["state"] for r in rep["ranks"]}
-assert states[rank] == "lost" and all(s == "ok" for r, s in states.items() if r != rank), states
-others = sorted(set(range(3)) - {rank})
-plan = [r for r in rep["rounds"] if r["phase"] == "plan"]
-assert len(plan) == 7 and all(r["finished"] for r in plan), [(r["id"], r["finished"]) for r in plan]
-assert plan[-1]["done"] == others, plan[-1]   # the last round ran on the other ranks, to its end
-rows = [json.loads(l) for l in open(out + "/results.jsonl") if '"record":"result"' in l]
-assert rep["results"]["total"] == len(rows)
-assert any(r["round_id"] == plan[-1]["id"] for r in rows)
+rep = json.load(open(sys.argv[1] + "/report.json"))
+rows = [l for l in open(sys.argv[1] + "/results.jsonl") if '"record":"result"' in l]
+assert rep["results"]["total"] == len(rows), (rep["results"]["total"], len(rows))
 PY
 # The journal holds the same fates: a report rebuilt from the run directory says the same.
 cp "$OUT/report.json" "$TMP/live.json"
