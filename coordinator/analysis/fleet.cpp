@@ -201,7 +201,6 @@ void Fleet::merge(const Fleet& other) {
 }
 
 std::vector<Finding> Fleet::findings(const FleetConfig& cfg) const {
-  auto out = figure_findings(cfg);
   auto up = uplink_findings(cfg);
   // A node behind a slow uplink is slow with its partners in other leaves: the uplink explains
   // its median link, so it is not a finding of its own.
@@ -211,10 +210,7 @@ std::vector<Finding> Fleet::findings(const FleetConfig& cfg) const {
     for (const auto& leaf : {f.entity.id.substr(0, sep), sep == std::string::npos ? "" : f.entity.id.substr(sep + 3)})
       if (auto it = leaves_.find(leaf); it != leaves_.end()) explained.insert(it->second.begin(), it->second.end());
   }
-  std::erase_if(out, [&](const Finding& f) {
-    return f.code == Code::FleetOutlier && f.entity.kind == "node" && explained.count(f.entity.id) &&
-           f.summary.find("(the median of its links)") != std::string::npos;
-  });
+  auto out = figure_findings(cfg, explained);
   auto more = setting_findings(cfg);
   out.insert(out.end(), more.begin(), more.end());
   out.insert(out.end(), up.begin(), up.end());
@@ -234,7 +230,7 @@ double Fleet::robust_z(const Figure& fig, const Acc& a, double m, double mad, co
 }
 
 // One finding per entity and check: its worst figure against the fleet.
-std::vector<Finding> Fleet::figure_findings(const FleetConfig& cfg) const {
+std::vector<Finding> Fleet::figure_findings(const FleetConfig& cfg, const std::set<std::string>& explained) const {
   struct Worst {
     double deficit = 0;
     Finding f;
@@ -251,6 +247,7 @@ std::vector<Finding> Fleet::figure_findings(const FleetConfig& cfg) const {
     if (!(m > 0)) continue;
     const double mad = stats::mad(means);
     for (const auto& [id, a] : fig.by_entity) {
+      if (!fig.how.empty() && explained.count(id)) continue;  // its links' median is the uplink's
       const double v = a.sum / a.n;
       const double worse = fig.higher_is_better ? m - v : v - m;  // > 0: worse than the fleet
       const double deficit = worse / m, z = robust_z(fig, a, m, mad, cfg);

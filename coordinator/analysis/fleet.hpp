@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -95,7 +96,8 @@ class Fleet {
   static std::map<std::string, double> worst_directions(const Figure& fig);
   std::map<Key, Figure> node_figures_from_links(const FleetConfig& cfg) const;
   static double robust_z(const Figure& fig, const Acc& a, double m, double mad, const FleetConfig& cfg);
-  std::vector<Finding> figure_findings(const FleetConfig& cfg) const;
+  // Link-derived node figures of `explained` hosts (behind a slow uplink) are not judged.
+  std::vector<Finding> figure_findings(const FleetConfig& cfg, const std::set<std::string>& explained) const;
   std::vector<Finding> setting_findings(const FleetConfig& cfg) const;
   std::vector<Finding> uplink_findings(const FleetConfig& cfg) const;
 
