@@ -30,6 +30,15 @@
 
 namespace kiln::analysis {
 
+// One link's figure inside a group whose test timed each peer on its own (per-peer completion in
+// an all-to-all): the worse of the two directions between members a and b (node indices), in the
+// same convention and units as GroupOutcome::value, so a healthy edge reads like a healthy group.
+struct EdgeFigure {
+  int a = -1;
+  int b = -1;
+  double value = 0.0;
+};
+
 // What one group of a round produced.
 struct GroupOutcome {
   std::vector<int> members;     // node indices, as planned
@@ -38,6 +47,9 @@ struct GroupOutcome {
   std::optional<double> value;
   bool timed_out = false;       // missed its deadline: a positive (slow) result, not a hang
   std::vector<int> missing;     // members that never reported (dead node, lost rank)
+  // Per-edge figures, when the test timed every peer (empty otherwise): a slow link shows in its
+  // own edge instead of being diluted by the group's other g-2 peers.
+  std::vector<EdgeFigure> edges;
 };
 
 struct RoundPlan {
