@@ -39,3 +39,34 @@ no_finding_when_cleared() {
 }
 
 clear_faults() { "$TESTBED" fault clear >/dev/null 2>&1 || true; }
+
+# need_tree_testbed [FABRIC]: the testbed in two leaves (SLURM topology/tree, the topology.conf the
+# testbed writes), brought up so if the suite's flat one is up; with FABRIC (e.g. 200mbit) every
+# node's port is shaped to it, so healthy figures are set by the shaping and a fault can be mild.
+# Installs an EXIT trap that clears the faults and the fabric and brings the flat testbed back
+# (the cluster tests run one at a time).
+need_tree_testbed() {
+  local fabric=${1:-}
+  need_testbed 6
+  TREE_FLAT=""
+  if [ "$(scontrol show topology 2>/dev/null | grep -c '^SwitchName=leaf')" -lt 2 ]; then
+    [ "$(id -u)" -eq 0 ] || { echo "SKIP: the testbed is flat and only root can bring it up in two leaves"; exit 77; }
+    TREE_FLAT=$TESTBED_NODES
+    "$TESTBED" down > /dev/null 2>&1
+    "$TESTBED" up "$TREE_FLAT" --topology tree > /dev/null 2>&1 || { bad "testbed up $TREE_FLAT --topology tree failed"; finish; }
+    need_testbed 6
+  fi
+  trap restore_flat_testbed EXIT
+  clear_faults
+  if [ -n "$fabric" ]; then
+    "$TESTBED" fabric "$fabric" > /dev/null || { bad "testbed fabric $fabric failed"; finish; }
+  fi
+}
+
+restore_flat_testbed() {
+  [ -n "${DRILL_BACKGROUND:-}" ] && kill "$DRILL_BACKGROUND" 2>/dev/null
+  "$TESTBED" fabric off > /dev/null 2>&1 || true
+  clear_faults
+  if [ -n "$TREE_FLAT" ]; then "$TESTBED" down > /dev/null 2>&1; "$TESTBED" up "$TREE_FLAT" > /dev/null 2>&1; fi
+  [ -n "${KILN_KEEP_TMP:-}" ] || rm -rf "$TMP"
+}

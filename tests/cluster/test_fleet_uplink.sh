@@ -8,22 +8,7 @@
 # The suite's testbed is flat (one bridge); this test brings it up again in two leaves and, at the
 # end, flat again with as many nodes (the cluster tests run one at a time).
 source "$(dirname "$0")/localize_lib.sh"
-need_testbed 6
-flat=""
-if [ "$(scontrol show topology 2>/dev/null | grep -c '^SwitchName=leaf')" -lt 2 ]; then
-  [ "$(id -u)" -eq 0 ] || { echo "SKIP: the testbed is flat and only root can bring it up in two leaves"; exit 77; }
-  flat=$TESTBED_NODES
-  "$TESTBED" down > /dev/null 2>&1
-  "$TESTBED" up "$flat" --topology tree > /dev/null 2>&1 || { bad "testbed up $flat --topology tree failed"; finish; }
-  need_testbed 6
-fi
-restore() {
-  clear_faults
-  if [ -n "$flat" ]; then "$TESTBED" down > /dev/null 2>&1; "$TESTBED" up "$flat" > /dev/null 2>&1; fi
-  [ -n "${KILN_KEEP_TMP:-}" ] || rm -rf "$TMP"
-}
-trap restore EXIT
-clear_faults
+need_tree_testbed
 "$TESTBED" fault uplink leaf2 100mbit > /dev/null || { bad "cannot shape leaf2's uplink"; finish; }
 OUT="$TMP/uplink"
 LOCALIZE_TESTS=host.inventory,net.pair_bw run_localize "$OUT"
