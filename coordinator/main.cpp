@@ -7,7 +7,9 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "common/checks.hpp"
 #include "common/findings.hpp"
@@ -106,6 +108,11 @@ int cmd_simulate(const std::vector<std::string>& args) {
     return fail(std::string(e.what()) + " (see kiln simulate --help)");
   }
   o.json = json, o.story = story;
+  if (!o.topology_conf.empty()) {
+    std::ifstream conf(o.topology_conf, std::ios::binary);
+    if (!conf) return fail("cannot read --topology-conf " + o.topology_conf);
+    o.topology_text.assign(std::istreambuf_iterator<char>(conf), std::istreambuf_iterator<char>());
+  }
   try {
     return analysis::run_simulate(o, std::cout);
   } catch (const std::exception& e) {

@@ -27,7 +27,9 @@ struct Layout {
 Layout make_layout(const SimulateOptions& in) {
   Layout l{in, {}, {}};
   if (!in.topology_conf.empty()) {
-    auto topo = read_topology_conf(in.topology_conf);
+    if (in.topology_text.empty())
+      throw std::invalid_argument("--topology-conf " + in.topology_conf + " is empty or was not read");
+    auto topo = parse_topology_conf(in.topology_text);
     l.opt.nodes = static_cast<int>(topo.names.size());
     l.leaves = std::move(topo.leaves);
     l.names = std::move(topo.names);

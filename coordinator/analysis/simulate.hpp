@@ -40,7 +40,8 @@ struct SimulateOptions {
   double fault_rate = 1.0;      // probability that a fault is active in a round (per fault, per round)
   bool severity_spread = false; // each fault's factor drawn log-uniformly from [slow_factor, 10]
   int leaf_size = 0;            // nodes per leaf switch (0: no leaves, unless a model or topology sets them)
-  std::string topology_conf;    // SLURM topology.conf with the leaves (and node names)
+  std::string topology_conf;    // path of a SLURM topology.conf with the leaves (and node names)
+  std::string topology_text;    // its contents, read by the caller (the analysis core does no I/O)
   double congestion_rate = 0.0; // probability per round that the congested leaf's uplink is slow
   double congestion_factor = 3.0;
   int rails = 1;                // GPUs and NICs per node, one rail each

@@ -1,7 +1,9 @@
 // kiln_simulate_driver: `kiln simulate` without building the rest of the coordinator.
 //   kiln_simulate_driver [--model NAME] [--nodes N] ... [--json] [--story]
 // Takes the same options as `kiln simulate` (see its --help), each as `--flag value`.
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +24,13 @@ int main(int argc, char** argv) {
     }
     opt = kiln::analysis::parse_simulate_options(given);
     opt.json = json, opt.story = story;
+    if (!opt.topology_conf.empty()) {
+      std::ifstream conf(opt.topology_conf);
+      if (!conf) throw std::invalid_argument("cannot read --topology-conf " + opt.topology_conf);
+      std::ostringstream text;
+      text << conf.rdbuf();
+      opt.topology_text = text.str();
+    }
   } catch (const std::exception& e) {
     std::cerr << "kiln_simulate_driver: " << e.what() << "\n";
     return 2;

@@ -1,7 +1,6 @@
 #include "coordinator/analysis/simulate_topology.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -11,8 +10,6 @@
 namespace kiln::analysis {
 
 namespace {
-
-constexpr std::size_t kMaxConfBytes = 4u << 20;
 
 // key=value tokens of one line, comment removed.
 std::unordered_map<std::string, std::string> line_fields(const std::string& line) {
@@ -30,6 +27,7 @@ std::unordered_map<std::string, std::string> line_fields(const std::string& line
 }  // namespace
 
 SimTopology parse_topology_conf(const std::string& text) {
+  if (text.size() > kMaxTopologyConfBytes) throw std::invalid_argument("topology.conf: over 4 MiB");
   SimTopology t;
   std::unordered_map<std::string, int> index;
   std::istringstream in(text);
@@ -52,16 +50,6 @@ SimTopology parse_topology_conf(const std::string& text) {
   }
   if (t.names.size() < 2) throw std::invalid_argument("topology.conf: fewer than 2 nodes under leaf switches");
   return t;
-}
-
-SimTopology read_topology_conf(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::invalid_argument("cannot read --topology-conf " + path);
-  std::string text(kMaxConfBytes + 1, '\0');
-  f.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(f.gcount()));
-  if (text.size() > kMaxConfBytes) throw std::invalid_argument("--topology-conf " + path + " is over 4 MiB");
-  return parse_topology_conf(text);
 }
 
 std::vector<Switch> block_leaves(int n, int leaf_size) {

@@ -1,6 +1,7 @@
 // Leaf switches for `kiln simulate`: read from a SLURM topology.conf, or laid out in equal blocks.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,8 @@ struct SimTopology {
 // leaves, a leaf without a name, or a file naming no node throws std::invalid_argument.
 SimTopology parse_topology_conf(const std::string& text);
 
-// Reads and parses a file (at most 4 MiB). Throws std::invalid_argument when it cannot be read.
-SimTopology read_topology_conf(const std::string& path);
+// The longest topology.conf accepted (a 100,000-node cluster's fits in well under 1 MiB).
+inline constexpr std::size_t kMaxTopologyConfBytes = 4u << 20;
 
 // n nodes in leaves of leaf_size ("leaf0", "leaf1", ...; the last may be smaller); names empty.
 std::vector<Switch> block_leaves(int n, int leaf_size);

@@ -164,7 +164,7 @@ TEST_CASE("simulate --model presets and explicit options over them", "[analysis]
   for (const auto& [flag, bad, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"fault-rate", "0", "--fault-rate"}, {"slow-factor", "1", "--slow-factor"},
            {"congestion-rate", "0.5", "--congestion-rate needs"}, {"stragglers", "0.9", "--stragglers"},
-           {"topology-conf", "/nonexistent/topology.conf", "cannot read"}}) {
+           {"topology-conf", "/nonexistent/topology.conf", "was not read"}}) {
     auto opt = parse_simulate_options({{flag, bad}});
     std::ostringstream out;
     CHECK(run_simulate(opt, out) == 2);
@@ -219,5 +219,19 @@ TEST_CASE("simulate basic model drives the planner as the original model did", "
     for (const auto& f : r.detail["findings"])
       simulated.push_back(f["entity"]["kind"].get<std::string>() + ":" + f["entity"]["id"].get<std::string>());
     CHECK(simulated == found);
+  }
+}
+
+TEST_CASE("simulate takes node names and leaves from topology.conf text", "[analysis][simulate]") {
+  auto opt = parse_simulate_options({{"model", "congestion"}, {"congestion-rate", "1"}});
+  opt.topology_conf = "topology.conf";
+  opt.topology_text = "SwitchName=rackA Nodes=gpu[1-4]\nSwitchName=rackB Nodes=gpu[5-8]\nSwitchName=top Switches=rack[A-B]\n";
+  const auto r = simulate_trial(opt, 4, true);
+  REQUIRE(r.truth == 1);
+  const auto truth = r.detail["truth"][0].get<std::string>();
+  CHECK((truth == "switch:rackA" || truth == "switch:rackB"));
+  for (const auto& f : r.detail["findings"]) {
+    const auto id = f["entity"]["id"].get<std::string>();
+    CHECK((id.rfind("gpu", 0) == 0 || id.rfind("rack", 0) == 0));
   }
 }
