@@ -7,7 +7,9 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "common/checks.hpp"
 #include "common/findings.hpp"
@@ -44,35 +46,72 @@ network failure).
 
 using cli::fail;
 
+// The --model list for --help, one line each.
+std::string simulate_model_help() {
+  std::string text = "models (--model; explicit options override the model's):\n";
+  for (const auto& [name, line] : analysis::simulate_models()) text += "  " + name + std::string(14 - name.size(), ' ') + line + "\n";
+  return text;
+}
+
 int cmd_simulate(const std::vector<std::string>& args) {
-  analysis::SimulateOptions o;
   po::options_description desc(
-      "usage: kiln simulate [options]\n\nRuns the localization planner against a model cluster (a group's time is set by\n"
-      "its slowest member and link, times noise) and reports rounds, tests, modelled time,\n"
-      "precision and recall next to the circle method (every pair).\n\noptions");
-  desc.add_options()
-      ("help,h", "show this help")
-      ("nodes", po::value(&o.nodes)->default_value(o.nodes), "nodes in the model cluster")
-      ("bad-nodes", po::value(&o.bad_nodes)->default_value(o.bad_nodes), "slow nodes to plant")
-      ("bad-links", po::value(&o.bad_links)->default_value(o.bad_links), "slow links to plant")
-      ("noise", po::value(&o.noise)->default_value(o.noise), "relative sigma of the multiplicative noise")
-      ("seed", po::value(&o.seed)->default_value(o.seed), "first random seed")
-      ("trials", po::value(&o.trials)->default_value(o.trials), "trials (seeds seed, seed+1, ...)")
-      ("mode", po::value(&o.mode)->default_value(o.mode), "adaptive or full")
-      ("slow-factor", po::value(&o.slow_factor)->default_value(o.slow_factor), "how much slower a bad node or link is")
-      ("votes", po::value(&o.votes)->default_value(o.votes), "independent slow observations before a finding")
-      ("story", po::bool_switch(&o.story), "include the round-by-round story (one trial)")
-      ("json", po::bool_switch(&o.json), "JSON output");
+      "usage: kiln simulate [options]\n\nRuns the localization planner against a model cluster and reports rounds, tests,\n"
+      "modelled time, precision, recall, false findings and unresolved faults next to the circle\n"
+      "method (every pair). The models are described in docs/localization.md. Defaults are the\n"
+      "basic model's unless --model sets them.\n\n" + simulate_model_help() + "\noptions");
+  std::vector<std::pair<const char*, const char*>> valued = {
+      {"model", "cluster model preset (default basic)"},
+      {"nodes", "nodes in the model cluster (64; a topology.conf sets it)"},
+      {"bad-nodes", "slow nodes to plant (1)"},
+      {"bad-links", "slow links to plant between good nodes (0)"},
+      {"bad-rails", "slow NICs to plant, one rail of one good node each (0)"},
+      {"slow-factor", "how much slower a fault is, above 1 (3)"},
+      {"severity-spread", "on: each fault's factor log-uniform in [slow-factor, 10] (off)"},
+      {"noise", "relative sigma of the lognormal noise (0.03)"},
+      {"stragglers", "probability an edge is a heavy-tailed straggler, up to 10x (0)"},
+      {"dilution", "on: a rank's time is the mean of its edges, a group's its slowest rank's (off)"},
+      {"per-peer", "on: groups of up to 256 members report per-edge figures (off)"},
+      {"fault-rate", "probability a fault is active in a round, per fault (1)"},
+      {"leaf-size", "nodes per leaf switch; 0 none, -1 N/4 within 2..32 (0)"},
+      {"topology-conf", "SLURM topology.conf with the leaves and node names"},
+      {"congestion-rate", "probability per round that one leaf's uplink is congested (0)"},
+      {"congestion-factor", "slowdown of edges crossing the congested uplink (3)"},
+      {"rails", "GPUs and NICs per node (1)"},
+      {"rail-balance", "on: traffic moves off a slow rail; off: a static split waits for it (off)"},
+      {"seed", "first random seed (1)"},
+      {"trials", "trials (seeds seed, seed+1, ...) (1)"},
+      {"mode", "adaptive or full (adaptive)"},
+      {"votes", "independent slow observations before a finding (2)"}};
+  desc.add_options()("help,h", "show this help");
+  for (const auto& [name, text] : valued) desc.add_options()(name, po::value<std::string>(), text);
+  analysis::SimulateOptions o;
+  bool json = false, story = false;
+  desc.add_options()("story", po::bool_switch(&story), "include the round-by-round story (one trial)")(
+      "json", po::bool_switch(&json), "JSON output");
   po::variables_map vm;
+  std::vector<std::pair<std::string, std::string>> given;
   try {
     po::store(po::command_line_parser(args).options(desc).run(), vm);
     po::notify(vm);
+    for (const auto& [name, text] : valued)
+      if (vm.count(name)) given.emplace_back(name, vm[name].as<std::string>());
   } catch (const po::error& e) {
     return fail(std::string(e.what()) + " (see kiln simulate --help)");
   }
   if (vm.count("help")) {
     std::cout << desc << "\n";
     return 0;
+  }
+  try {
+    o = analysis::parse_simulate_options(given);
+  } catch (const std::invalid_argument& e) {
+    return fail(std::string(e.what()) + " (see kiln simulate --help)");
+  }
+  o.json = json, o.story = story;
+  if (!o.topology_conf.empty()) {
+    std::ifstream conf(o.topology_conf, std::ios::binary);
+    if (!conf) return fail("cannot read --topology-conf " + o.topology_conf);
+    o.topology_text.assign(std::istreambuf_iterator<char>(conf), std::istreambuf_iterator<char>());
   }
   try {
     return analysis::run_simulate(o, std::cout);

@@ -1,15 +1,16 @@
 // `kiln simulate`: the planner against a model cluster, next to the circle method.
 //
-// Model: a group's figure (seconds) is test_seconds x the largest slowdown it carries (a bad member,
-// or a bad link with both ends in the group: all-to-all groups carry every pair in them, pairs carry
-// their one link) x lognormal noise of relative sigma `noise`. The figure is size-invariant, as a
-// busbw-normalised all-to-all figure is. A round's wall time is its slowest group plus a fixed
-// per-round overhead (job step launch, communicator setup).
+// The cluster model (simulate_model.hpp) and its presets (--model) are described in
+// docs/localization.md. `basic` is the original model: a group's figure is test_seconds x the largest
+// slowdown it carries x lognormal noise. The other models dilute faults as a real all-to-all does,
+// add heavy-tailed stragglers, intermittent faults, leaf congestion, topologies and per-rail faults.
+// A round's wall time is its slowest group plus a fixed per-round overhead.
 #pragma once
 
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,7 +31,37 @@ struct SimulateOptions {
   double round_overhead_seconds = 1.0;
   int votes = 2;
   bool story = false;           // include the planner's story (trials == 1 only)
+
+  // Cluster model (see docs/localization.md). The defaults are the `basic` model's.
+  std::string model = "basic";
+  bool dilution = false;        // a rank's time is the mean of its edges; the group's is its slowest rank's
+  bool per_peer = false;        // fill GroupOutcome::edges for groups of at most kPerPeerMaxGroup members
+  double stragglers = 0.0;      // probability that an edge draw is a heavy-tailed straggler
+  double fault_rate = 1.0;      // probability that a fault is active in a round (per fault, per round)
+  bool severity_spread = false; // each fault's factor drawn log-uniformly from [slow_factor, 10]
+  int leaf_size = 0;            // nodes per leaf switch (0: no leaves, unless a model or topology sets them)
+  std::string topology_conf;    // path of a SLURM topology.conf with the leaves (and node names)
+  std::string topology_text;    // its contents, read by the caller (the analysis core does no I/O)
+  double congestion_rate = 0.0; // probability per round that the congested leaf's uplink is slow
+  double congestion_factor = 3.0;
+  int rails = 1;                // GPUs and NICs per node, one rail each
+  int bad_rails = 0;            // slow NICs (one rail of one node each)
+  bool rail_balance = false;    // traffic moves off a slow rail (else a static split waits for it)
 };
+
+// Groups of at most this many members report per-peer edges under --per-peer (a test timing every
+// peer of a 256-rank all-to-all already has 32,640 figures per group).
+inline constexpr int kPerPeerMaxGroup = 256;
+
+// The presets of --model: name and one line for --help.
+const std::vector<std::pair<std::string, std::string>>& simulate_models();
+// Sets the knobs of the named preset on opt (knobs given explicitly are applied after it by the
+// caller). Throws std::invalid_argument on an unknown name.
+void apply_model(SimulateOptions& opt, const std::string& name);
+// Options from (flag without "--", value) pairs: --model's preset first, then every other flag over
+// it, whatever the order given. Flags: the option names of `kiln simulate --help` that take a value.
+// Throws std::invalid_argument on an unknown flag, a malformed number, or an unknown model.
+SimulateOptions parse_simulate_options(const std::vector<std::pair<std::string, std::string>>& given);
 
 struct TrialResult {
   std::uint64_t seed = 0;
@@ -42,6 +73,9 @@ struct TrialResult {
   int findings = 0;
   int truth = 0;
   int unresolved = 0;  // localize.unresolved findings (not counted in findings)
+  int false_findings = 0;   // findings naming nothing in the truth
+  bool accounted = false;   // every true fault found, or named by an unresolved or intermittent finding
+  int switch_findings = 0;  // switch.slow findings naming a true (congested) leaf
   nlohmann::json detail;  // truth, findings (and story) for single trials
 };
 
