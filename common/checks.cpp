@@ -59,6 +59,14 @@ std::vector<ParamSpec> mpi_sweep(std::int64_t min_b, std::int64_t max_b, double 
           budget_reserve()};
 }
 
+std::vector<ParamSpec> alltoall_params() {
+  auto ps = mpi_sweep(1 << 10, 16 << 20, 4.0, 64 << 20, 20);
+  ps.push_back(p("per_peer", P::Bool, true, none, none,
+                 "at the largest size, time each peer's block in extra iterations (per-edge figures in the busbw "
+                 "result's extra.peers)"));
+  return ps;
+}
+
 std::vector<ParamSpec> nccl_sweep() {
   return {p("min_bytes", P::Bytes, 8, 1, 64 * kGiB, "smallest message of the sweep"),
           p("max_bytes", P::Bytes, 128 << 20, 1, 64 * kGiB, "largest message of the sweep"),
@@ -107,8 +115,7 @@ std::vector<CheckSpec> build() {
                Scope::Group, 120, mpi_sweep(8, 64 << 20, 2.0, 256 << 20, 50), FigureSpec{"busbw", "GB/s", true, true}});
   c.push_back({"mpi.alltoall",
                "host-memory MPI_Alltoall sweep over the group: time, algbw, busbw per size (loads every link)",
-               Scope::Group, 120, mpi_sweep(1 << 10, 16 << 20, 4.0, 64 << 20, 20),
-               FigureSpec{"busbw", "GB/s", true, true}});
+               Scope::Group, 120, alltoall_params(), FigureSpec{"busbw", "GB/s", true, true}});
   c.push_back({"net.pair_bw",
                "point-to-point bandwidth both ways and latency between pairs: a pair group's two members, or in a "
                "larger group each member with `partners` others, one disjoint pairing after another",

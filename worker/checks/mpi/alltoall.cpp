@@ -1,7 +1,9 @@
 // mpi.alltoall: every member sends a block to every other member at once, so a group test loads
 // every link inside the group. That makes it the edge-detecting query of the localization rounds:
 // a group is slow iff it holds a slow node or both ends of a slow link. busbw uses nccl-tests'
-// factor (n-1)/n, which makes groups of different sizes comparable.
+// factor (n-1)/n, which makes groups of different sizes comparable. With `per_peer` (default on),
+// extra iterations at the largest size time each peer's block on its own (per_peer.hpp), so the
+// busbw result there also carries per-edge figures (extra.peers) the localization can read.
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -9,6 +11,7 @@
 
 #include "worker/check.hpp"
 #include "worker/mpi_wait.hpp"
+#include "worker/checks/mpi/per_peer.hpp"
 #include "worker/checks/mpi/sweep.hpp"
 
 namespace kiln::worker {
@@ -42,8 +45,28 @@ class MpiAlltoall : public Check {
       const double busbw = algbw * (n > 1 ? static_cast<double>(n - 1) / n : 1.0);
       bool ok = true;
       for (int p = 0; p < n; ++p) ok &= (*recv)[static_cast<std::size_t>(p) * static_cast<std::size_t>(block)] == static_cast<char>(p);
-      emit_bw(sink, ctx, total, t, algbw, busbw, ok);
+      nlohmann::json extra = nlohmann::json::object();
+      if (bytes == sizes.back() && n > 1 && ctx.param<bool>("per_peer", true))
+        ok &= per_peer(ctx, budget, bytes, block, iters, send, recv, extra);
+      emit_bw(sink, ctx, total, t, algbw, busbw, ok, extra);
     }
+  }
+
+ private:
+  // Extra iterations timing each peer's block, when the group agrees they fit in the budget;
+  // otherwise extra says why there are no per-peer figures. False when a block arrived wrong.
+  static bool per_peer(Context& ctx, SweepBudget& budget, std::int64_t bytes, int block, int iters,
+                       std::unique_ptr<std::vector<char>>& send, std::unique_ptr<std::vector<char>>& recv,
+                       nlohmann::json& extra) {
+    const auto d = budget.agree(bytes, iters);
+    if (!d.run) {
+      extra["peers_skipped"] = d.reason;
+      return true;
+    }
+    std::fill(recv->begin(), recv->end(), static_cast<char>(-1));
+    const PeerTimes times = time_per_peer(ctx, block, iters, send, recv);
+    extra["peers"] = peers_json(ctx, block, times);
+    return times.data_ok;
   }
 };
 

@@ -37,6 +37,16 @@ bool SweepBudget::admit(std::int64_t bytes, int ops) {
               stop_);
     return false;
   }
+  const budget::Decision d = agree(bytes, ops);
+  if (d.run) return true;
+  stopped_ = true;
+  stop_ = d;
+  stop_bytes_ = bytes;
+  emit_skip(bytes, d.reason, d);
+  return false;
+}
+
+budget::Decision SweepBudget::agree(std::int64_t bytes, int ops) {
   // {estimate, -left}: MAX gives the group's largest estimate and least time left. Heap buffers,
   // abandoned by wait_request if a member never answers by the deadline.
   auto mine = std::make_unique<std::array<double, 2>>(
@@ -45,13 +55,7 @@ bool SweepBudget::admit(std::int64_t bytes, int ops) {
   wait_request(ctx_, [&](MPI_Request* r) {
     return MPI_Iallreduce(mine->data(), group->data(), 2, MPI_DOUBLE, MPI_MAX, ctx_.comm, r);
   }, mine, group);
-  const budget::Decision d = budget::decide(bytes, (*group)[0], -(*group)[1], reserve_s_);
-  if (d.run) return true;
-  stopped_ = true;
-  stop_ = d;
-  stop_bytes_ = bytes;
-  emit_skip(bytes, d.reason, d);
-  return false;
+  return budget::decide(bytes, (*group)[0], -(*group)[1], reserve_s_);
 }
 
 void SweepBudget::emit_skip(std::int64_t bytes, const std::string& reason, const budget::Decision& d) {
@@ -71,23 +75,24 @@ void SweepBudget::emit_skip(std::int64_t bytes, const std::string& reason, const
 }
 
 void emit_bw(ResultSink& sink, const Context& ctx, std::int64_t bytes, double seconds, double algbw, double busbw,
-             bool data_ok) {
+             bool data_ok, const nlohmann::json& busbw_extra) {
   (void)ctx;
-  auto make = [&](const char* metric, double v, const char* unit) {
+  auto make = [&](const char* metric, double v, const char* unit, const nlohmann::json& extra) {
     Result r;
     r.metric = metric;
     r.value = v;
     r.unit = unit;
     r.size_bytes = bytes;
+    r.extra = extra;
     if (!data_ok) {
       r.status = Status::Fail;
       r.reason = "reduced data is wrong";
     }
     sink.emit(r);
   };
-  make("time", seconds * 1e6, "us");
-  make("algbw", algbw, "GB/s");
-  make("busbw", busbw, "GB/s");
+  make("time", seconds * 1e6, "us", nlohmann::json::object());
+  make("algbw", algbw, "GB/s", nlohmann::json::object());
+  make("busbw", busbw, "GB/s", busbw_extra);
 }
 
 }  // namespace kiln::worker

@@ -26,6 +26,9 @@ class SweepBudget {
   SweepBudget(Context& ctx, ResultSink& sink);
   // True when the group runs a size of `bytes` with `ops` operations (warm-up included).
   bool admit(std::int64_t bytes, int ops);
+  // The same group decision for extra operations at a size already run, without stopping the
+  // sweep or reporting a SKIP: the caller says in its own result what it left out and why.
+  budget::Decision agree(std::int64_t bytes, int ops);
   // What the admitted size took on this member, in wall seconds.
   void measured(std::int64_t bytes, int ops, double seconds) { last_ = {bytes, ops, seconds}; }
   int skipped() const { return skipped_; }
@@ -42,7 +45,8 @@ class SweepBudget {
   int skipped_ = 0;
 };
 
+// time, algbw and busbw results of one size; `busbw_extra` goes into the busbw result's extra.
 void emit_bw(ResultSink& sink, const Context& ctx, std::int64_t bytes, double seconds, double algbw, double busbw,
-             bool data_ok);
+             bool data_ok, const nlohmann::json& busbw_extra = nlohmann::json::object());
 
 }  // namespace kiln::worker

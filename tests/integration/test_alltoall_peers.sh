@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# mpi.alltoall on 4 ranks: at its largest size each member times every peer's block on its own, and
+# the busbw result carries one per-peer figure per other member (extra.peers), positive and of the
+# same order as the group's busbw; with per_peer off there are none.
+source "$(dirname "$0")/lib.sh"
+params='{"mpi.alltoall":{"min_bytes":65536,"max_bytes":1048576,"max_iters":6}}'
+mpirun -np 4 --oversubscribe "$WORKER" --standalone --tests mpi.alltoall --params "$params" \
+  > "$TMP/a2a.jsonl" 2> "$TMP/a2a.err"
+python3 - "$TMP/a2a.jsonl" <<'PY' && pass "4 ranks: one positive per-peer figure per peer, same order as the group busbw" || { bad "per-peer figures"; tail -5 "$TMP/a2a.err"; }
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+ends = [r for r in rows if r["record"] == "end"]
+assert len(ends) == 4 and all(r["status"] == "pass" for r in ends), ends
+busbw = [r for r in rows if r["record"] == "result" and r["metric"] == "busbw"]
+top = max(r["size_bytes"] for r in busbw)
+assert all("peers" not in r.get("extra", {}) for r in busbw if r["size_bytes"] < top), "per-peer only at the largest size"
+largest = [r for r in busbw if r["size_bytes"] == top]
+assert len(largest) == 4, largest
+for r in largest:
+    p = r["extra"]["peers"]
+    assert sorted(p["ranks"]) == sorted(set(range(4)) - {r["rank"]}), p   # one per peer, never itself
+    assert len(p["busbw"]) == len(p["seconds"]) == 3, p
+    assert all(v > 0 for v in p["busbw"] + p["seconds"]), p
+    # Same order as the group's figure: a shared 2-core box swings by a few times, not by 100.
+    assert all(r["value"] / 30 < v < r["value"] * 30 for v in p["busbw"]), (r["value"], p)
+PY
+mpirun -np 4 --oversubscribe "$WORKER" --standalone --tests mpi.alltoall \
+  --params '{"mpi.alltoall":{"min_bytes":65536,"max_bytes":65536,"per_peer":false}}' > "$TMP/off.jsonl" 2> "$TMP/off.err"
+python3 - "$TMP/off.jsonl" <<'PY' && pass "per_peer=false: the busbw results carry no per-peer figures" || { bad "per_peer off"; tail -5 "$TMP/off.err"; }
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+busbw = [r for r in rows if r["record"] == "result" and r["metric"] == "busbw"]
+assert len(busbw) == 4 and all(r["status"] == "pass" and "peers" not in r.get("extra", {}) for r in busbw), busbw
+PY
+finish
