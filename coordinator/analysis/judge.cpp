@@ -1,6 +1,7 @@
 #include "coordinator/analysis/judge.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -80,6 +81,44 @@ bool group_check(const std::string& key) {
   return spec && spec->scope == Scope::Group;
 }
 
+// A result that carries the group's figure at the localization size.
+bool figure_result(const Result& r, const std::set<int>& live, const FigureSpec& figure, std::int64_t size_bytes) {
+  if (!live.count(r.rank) || r.metric != figure.metric) return false;
+  if (r.status != Status::Pass && r.status != Status::Fail) return false;
+  return !figure.per_size || (r.size_bytes && *r.size_bytes >= size_bytes * 9 / 10);
+}
+
+// Per-edge figures from the members' per-peer timings (extra.peers: world ranks of the peers and
+// the figure for each, as mpi.alltoall reports them). A member's entry for a peer is the peer's
+// block arriving at it, one direction; an edge keeps the worse of the two it has. Peers outside
+// the group's live members and malformed entries (a worker's word, bounded here) are left out.
+std::vector<EdgeFigure> edges_of(const std::vector<Result>& results, const std::map<int, int>& unit_of,
+                                 const std::set<int>& live, const FigureSpec& figure, std::int64_t size_bytes) {
+  std::map<std::pair<int, int>, double> worst;
+  for (const auto& r : results) {
+    if (!figure_result(r, live, figure, size_bytes)) continue;
+    const auto peers = r.extra.find("peers");
+    if (peers == r.extra.end() || !peers->is_object()) continue;
+    const auto ranks = peers->find("ranks");
+    const auto values = peers->find(figure.metric);
+    if (ranks == peers->end() || values == peers->end() || !ranks->is_array() || !values->is_array()) continue;
+    for (std::size_t i = 0; i < std::min(ranks->size(), values->size()); ++i) {
+      const auto& pr = (*ranks)[i];
+      const auto& pv = (*values)[i];
+      if (!pr.is_number_integer() || !pv.is_number()) continue;
+      const int peer = pr.get<int>();
+      const double v = pv.get<double>();
+      if (peer == r.rank || !live.count(peer) || !std::isfinite(v) || v <= 0) continue;
+      const std::pair<int, int> key = std::minmax(unit_of.at(r.rank), unit_of.at(peer));
+      const auto [it, fresh] = worst.emplace(key, v);
+      if (!fresh) it->second = figure.higher_is_better ? std::min(it->second, v) : std::max(it->second, v);
+    }
+  }
+  std::vector<EdgeFigure> out;
+  for (const auto& [key, v] : worst) out.push_back({key.first, key.second, v});
+  return out;
+}
+
 }  // namespace
 
 std::vector<Finding> judge_plan(int expected_ranks, const std::vector<RankFate>& fates,
@@ -138,25 +177,27 @@ std::vector<GroupOutcome> group_outcomes(const RoundPlan& plan, const RoundRecor
     GroupOutcome o;
     o.members = group;
     std::set<int> live;
+    std::map<int, int> unit_of;  // rank -> unit, live members only
     for (int unit : group) {
       const int rank = unit_rank.at(static_cast<std::size_t>(unit));
-      if (lost_units.count(unit) || rec.missing.count(rank))
+      if (lost_units.count(unit) || rec.missing.count(rank)) {
         o.missing.push_back(unit);
-      else
+      } else {
         live.insert(rank);
+        unit_of[rank] = unit;
+      }
     }
     for (const auto& e : rec.ends)
       if (live.count(e.rank) && e.status == Status::Timeout) o.timed_out = true;
     std::optional<double> slowest;
     for (const auto& r : rec.results) {
-      if (!live.count(r.rank) || r.metric != figure.metric) continue;
-      if (r.status != Status::Pass && r.status != Status::Fail) continue;
-      if (figure.per_size && !(r.size_bytes && *r.size_bytes >= size_bytes * 9 / 10)) continue;
+      if (!figure_result(r, live, figure, size_bytes)) continue;
       if (!slowest) slowest = r.value;
       else slowest = figure.higher_is_better ? std::min(*slowest, r.value) : std::max(*slowest, r.value);
     }
     if (!o.timed_out) o.value = slowest;
     if (!o.value && !o.timed_out && o.missing.empty()) o.timed_out = true;  // ran, but produced nothing
+    o.edges = edges_of(rec.results, unit_of, live, figure, size_bytes);
     out.push_back(std::move(o));
   }
   return out;

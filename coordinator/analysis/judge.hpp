@@ -67,6 +67,8 @@ std::vector<Finding> judge_plan(int expected_ranks, const std::vector<RankFate>&
 // The planner's outcome for each group of `plan` from the round that ran it. unit_rank[u] is the
 // rank that ran unit u. The group's figure is its slowest member's declared figure (at
 // size_bytes for per-size figures); a group whose check timed out is slow, not a hang.
+// When members timed each peer (extra.peers, mpi.alltoall's per_peer), edges holds one figure per
+// pair of live members: the worse of the two directions, or the one direction reported.
 std::vector<GroupOutcome> group_outcomes(const RoundPlan& plan, const RoundRecord& rec,
                                          const std::vector<int>& unit_rank, const std::set<int>& lost_units,
                                          const FigureSpec& figure, std::int64_t size_bytes);
