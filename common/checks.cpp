@@ -84,6 +84,13 @@ std::vector<ParamSpec> nccl_sweep() {
           budget_reserve()};
 }
 
+// The pair checks' schedule in a group of more than two (worker/pairings.hpp).
+ParamSpec partners() {
+  return p("partners", P::Int, 7, 1, 4096,
+           "in a group of more than two, pairings to run (each member meets this many others; capped at the group "
+           "size - 1)");
+}
+
 std::vector<ParamSpec> rdma_pair(bool latency) {
   return {p("memory", P::String, "host", none, none, "where the buffers live", {"host", "cuda"}),
           p("message_bytes", P::Bytes, latency ? 8 : (1 << 20), 1, 1 * kGiB, "message size"),
@@ -92,7 +99,8 @@ std::vector<ParamSpec> rdma_pair(bool latency) {
           p("gid_index", P::Int, 0, 0, 255, "GID index (RoCE)"),
           p("device", P::String, "nearest", none, none,
             "HCA ports to drive: nearest (to the rank's GPU), all, or a list such as mlx5_0,mlx5_1:1"),
-          p("sysfs_root", P::String, nullptr, none, none, "read HCAs from this tree instead of /sys (tests)")};
+          p("sysfs_root", P::String, nullptr, none, none, "read HCAs from this tree instead of /sys (tests)"),
+          partners()};
 }
 
 CheckSpec nccl(std::string key, std::string what) {
@@ -100,6 +108,7 @@ CheckSpec nccl(std::string key, std::string what) {
 }
 
 CheckSpec rdma(std::string key, std::string what, bool latency) {
+  what += "; a larger group meets in disjoint pairs, `partners` pairings one after another";
   return {std::move(key), std::move(what), Scope::Group, 120, rdma_pair(latency),
           latency ? FigureSpec{"lat", "us", false, false} : FigureSpec{"bw", "Gb/s", true, false}};
 }
@@ -123,9 +132,7 @@ std::vector<CheckSpec> build() {
                {p("bytes", P::Bytes, 8 << 20, 1, 4 * kGiB, "message size"),
                 p("iters", P::Int, 4, 1, 1e6, "messages each way"),
                 p("pings", P::Int, 100, 1, 1e7, "ping-pongs for the latency"),
-                p("partners", P::Int, 7, 1, 4096,
-                  "in a group of more than two, pairings to run (each member meets this many others; capped at "
-                  "the group size - 1)")},
+                partners()},
                FigureSpec{"bw", "GB/s", true, false}});
   c.push_back({"ib.ports", "HCA port state, rate, width and error counters from sysfs (before/after, or over a window)",
                Scope::PerNode, 60,

@@ -2,9 +2,8 @@
 // of a pair group, over whatever transport MPI uses between them. Results are about the link
 // "hostA<->hostB" (or the two ranks when they share a host).
 //
-// In a group of more than two, the members meet in disjoint pairs, one pairing after another (the
-// circle method: in pairing r of n slots, x meets 2r - x mod n-1, and the member at slot r meets
-// slot n-1; an odd group has an empty slot, whose partner sits the pairing out). `partners`
+// In a group of more than two, the members meet in disjoint pairs, one pairing after another
+// (worker/pairings.hpp, run by worker/pair_runner.hpp on one communicator per pair). `partners`
 // pairings give every member that many different partners, so each node has several links
 // measured and one slow peer does not make it look slow (the fleet comparison takes each node's
 // median link).
@@ -16,6 +15,8 @@
 #include "worker/check.hpp"
 #include "worker/mpi_wait.hpp"
 #include "worker/mpi_deadline.hpp"
+#include "worker/pair_runner.hpp"
+#include "worker/pairings.hpp"
 
 namespace kiln::worker {
 namespace {
@@ -33,38 +34,21 @@ class NetPairBw : public Check {
       sink.emit(r);
       return;
     }
-    const int n = ctx.group_size + ctx.group_size % 2;  // slots: one empty when the group is odd
-    // An odd group leaves one member out of each pairing: one more pairing gives everyone enough.
-    const int wanted = ctx.group_size == 2 ? 1 : ctx.param<int>("partners", 7) + ctx.group_size % 2;
-    const int pairings = std::min(n - 1, wanted);
-    for (int round = 0; round < pairings; ++round) {
-      const int peer = partner_in(n, round, ctx.group_rank);
-      one_pair(ctx, sink, peer < ctx.group_size ? peer : -1);
-    }
+    const int rounds = pairings::count(ctx.group_size, ctx.param<int>("partners", 7));
+    run_pairings(ctx, sink, rounds, [&](Context& pair) { one_pair(pair, sink); });
   }
 
  private:
-  // The circle method's partner of slot x in pairing r of n slots (n even).
-  static int partner_in(int n, int r, int x) {
-    if (x == n - 1) return r;
-    if (x == r) return n - 1;
-    return ((2 * r - x) % (n - 1) + (n - 1)) % (n - 1);
-  }
-
-  // One pairing: measures with `peer` (a group rank), or only keeps the pairing's barriers in step
-  // when this member sits it out (peer -1).
-  void one_pair(Context& ctx, ResultSink& sink, int peer) {
+  // One pair (a two-member communicator): bandwidth each way, then latency.
+  static void one_pair(Context& ctx, ResultSink& sink) {
+    const int peer = 1 - ctx.group_rank;
     const int me = ctx.group_rank;
     const std::int64_t bytes = ctx.param<std::int64_t>("bytes", 8 << 20);
     const int iters = ctx.param<int>("iters", 4);
     const int pings = ctx.param<int>("pings", 100);
-    auto buf = std::make_unique<std::vector<char>>(static_cast<std::size_t>(peer >= 0 ? bytes : 8), 1);
+    auto buf = std::make_unique<std::vector<char>>(static_cast<std::size_t>(bytes), 1);
     auto ack = std::make_unique<std::vector<char>>(1, 0);
     auto barrier = [&] { wait_request(ctx, [&](MPI_Request* r) { return MPI_Ibarrier(ctx.comm, r); }, buf, ack); };
-    if (peer < 0) {
-      for (int i = 0; i < 3; ++i) barrier();
-      return;
-    }
     const Link link = name_link(ctx, peer);
     const int lo = std::min(me, peer);
     // One direction at a time: the sender streams `iters` messages, the receiver answers one byte.

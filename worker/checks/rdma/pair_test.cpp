@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "worker/mpi_deadline.hpp"
+#include "worker/pair_runner.hpp"
+#include "worker/pairings.hpp"
 #include "worker/checks/rdma/memory.hpp"
 #include "worker/checks/rdma/rails.hpp"
 #include "worker/hw/ib_sysfs.hpp"
@@ -457,7 +459,12 @@ void report_rails(const Context& ctx, ResultSink& sink, const std::vector<RailRu
 }  // namespace
 
 void PairTest::run(Context& ctx, ResultSink& sink) {
-  if (ctx.group_size != 2) throw std::invalid_argument(key() + " is a pair test: it needs groups of two");
+  if (ctx.group_size < 2) throw std::invalid_argument(key() + " is a pair test: it needs a group of two or more");
+  const int rounds = pairings::count(ctx.group_size, ctx.param<int>("partners", 7));
+  run_pairings(ctx, sink, rounds, [&](Context& pair) { run_pair(pair, sink); });
+}
+
+void PairTest::run_pair(Context& ctx, ResultSink& sink) {
   const PairParams p = parse_params(ctx, op() == RdmaOp::SendLatency);
   const int me = ctx.group_rank, peer = 1 - me;
   mpi_deadline::Exchanger ex(ctx.comm);
