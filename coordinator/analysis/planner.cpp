@@ -21,6 +21,10 @@ Planner::Impl::Impl(int n_, PlannerConfig c, std::vector<Switch> topo, std::vect
   cfg.screen_group_size = std::max(2, cfg.screen_group_size);
   const int log2n = n > 1 ? static_cast<int>(std::ceil(std::log2(static_cast<double>(n)))) : 1;
   book.max_rounds = cfg.max_rounds > 0 ? cfg.max_rounds : 4 * log2n + 24;
+  exact.active = n >= 2 && n < cfg.exact_below;
+  if (exact.active) {
+    book.max_rounds = std::max<std::int64_t>(book.max_rounds, ExactState::kMaxRepeats * n + 8);
+  }
   if (cfg.mode == Mode::Full) {
     // The circle method needs N N-1 rounds, not O(log N): allow them plus retests.
     book.max_rounds = std::max<std::int64_t>(book.max_rounds, n + 4 * cfg.votes + 8);
@@ -77,13 +81,17 @@ std::optional<RoundPlan> Planner::next() {
   RoundDraft round(s.n);
   // The opening round types own their rounds: all-pairs in Full mode until every pair is tested,
   // the screen once in Adaptive mode.
-  strategy::all_pairs(s, round);
-  strategy::screen(s, round);
+  // A small cluster is measured pair by pair, every pair repeated, and judged once (exact).
+  strategy::exact(s, round);
+  if (!s.exact.active) {
+    strategy::all_pairs(s, round);
+    strategy::screen(s, round);
+  }
   // The follow-ups share a round in priority order, each taking the nodes the earlier ones left
   // free. A pass that plans nothing can still move state on (certification ends, which makes link
   // retests due; a certification round whose every group holds a node no longer good is skipped),
   // so a second pass is asked before the planner stops.
-  for (int pass = 0; pass < 2 && round.empty(); ++pass) {
+  for (int pass = 0; pass < 2 && round.empty() && !s.exact.active; ++pass) {
     strategy::resolve(s, round);
     strategy::split(s, round);
     strategy::certify(s, round);
@@ -181,6 +189,10 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
       else item_results[tags[i].item].emplace_back(tags[i], judged[i].verdict);
     }
     if (has_missing) continue;  // the survivors' figure says nothing: they are tested again
+    if (tags[i].kind == Tag::Exact) {
+      s.record_exact(plan.groups[i], *out[i]);
+      continue;
+    }
     s.record_group(plan.groups[i], plan.id, out[i]->value.value_or(0.0), judged[i]);
   }
 

@@ -89,6 +89,10 @@ struct PlannerConfig {
   // Size of the groups of the first (screening) round. 2 screens every node at once with pairs;
   // larger groups are bisected in parallel down to pairs when slow.
   int screen_group_size = 2;
+  // Clusters of fewer nodes than this are tested exactly: every pair by the circle method, each
+  // at least 3 times (more when near the cutoff), judged once against a robust spread. 0 turns it
+  // off, so the adaptive search (or Full mode's single circle) runs at any size.
+  int exact_below = 8;
   // Give up after this many rounds (0: 4*ceil(log2 N) + 24). What is still undecided then is
   // reported as localize.unresolved findings.
   int max_rounds = 0;

@@ -87,7 +87,7 @@ struct Item {
 
 // What a planned group is for, so its outcome reaches the right bookkeeping.
 struct Tag {
-  enum Kind { ItemTest, Resolve, LinkRetest, Circle } kind = ItemTest;
+  enum Kind { ItemTest, Resolve, LinkRetest, Circle, Exact } kind = ItemTest;
   int item = -1;
   int block = -1;
   int part = 0;  // clique: half 0/1; biclique: diagonal 0/1; pair block: 0
@@ -136,6 +136,20 @@ struct CircleState {
   bool done = false;
 };
 
+// Small clusters (fewer than PlannerConfig::exact_below nodes) are judged exactly: every pair by the circle
+// method, repeated, then each pair against the rest with a robust spread (strategy_exact.cpp).
+struct ExactState {
+  static constexpr int kRepeats = 3;      // circle sweeps: every pair at least this often
+  static constexpr int kMaxRepeats = 9;   // a pair near the cutoff is retested up to this often
+  bool active = false;
+  int sweeps = 0;                         // circle sweeps completed
+  int circle_round = 0;                   // rounds planned in the current sweep
+  std::vector<int> order;                 // circle order, padded with -1 to an even length
+  std::map<std::pair<int, int>, std::vector<double>> logs;  // log cost per repeat, keyed (low, high)
+  bool done = false;
+  std::int64_t done_round = -1;
+};
+
 // The group-testing search: items of candidate pairs (strategy_split.cpp).
 struct SearchState {
   std::map<int, Item> items;
@@ -170,6 +184,7 @@ struct Planner::Impl : Setup, Evidence {
   RoundBook book;
   ScreenState screen;
   CircleState circle;
+  ExactState exact;
   SearchState search;
   CertState cert;
   Story story;
@@ -205,8 +220,13 @@ struct Planner::Impl : Setup, Evidence {
   void drop_item(int id);
   void strip_lost_from_items();
 
+  // strategy_exact.cpp
+  void record_exact(const std::vector<int>& g, const GroupOutcome& o);
+  std::vector<kiln::Finding> exact_findings() const;
+
   // report.cpp
   std::vector<kiln::Finding> make_findings() const;
+  kiln::Finding lost_finding(int u) const;
 };
 
 }  // namespace kiln::analysis

@@ -21,8 +21,22 @@ double confidence(int slow_votes, int fast) {
 
 }  // namespace
 
+kiln::Finding Planner::Impl::lost_finding(int u) const {
+  return kiln::make_finding(kiln::Code::NodeLost, {"node", name(u)},
+                            name(u) + " stopped reporting in round " + std::to_string(nodes[u].lost_round) +
+                                " and was excluded from later rounds",
+                            {{"lost_round", nodes[u].lost_round}}, 1.0);
+}
+
 std::vector<kiln::Finding> Planner::Impl::make_findings() const {
   std::vector<kiln::Finding> out;
+  if (exact.active) {
+    for (int u = 0; u < n; ++u)
+      if (nodes[u].lost) out.push_back(lost_finding(u));
+    auto rest = exact_findings();
+    out.insert(out.end(), rest.begin(), rest.end());
+    return out;
+  }
 
   std::vector<char> on_bad_switch(static_cast<std::size_t>(n), 0);
   for (const auto& sw : topology) {
@@ -45,10 +59,7 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
   for (int u = 0; u < n; ++u) {
     const auto& d = nodes[u];
     if (d.lost) {
-      out.push_back(kiln::make_finding(kiln::Code::NodeLost, {"node", name(u)},
-                                       name(u) + " stopped reporting in round " + std::to_string(d.lost_round) +
-                                           " and was excluded from later rounds",
-                                       {{"lost_round", d.lost_round}}, 1.0));
+      out.push_back(lost_finding(u));
       continue;
     }
     if (!d.bad || on_bad_switch[u]) continue;

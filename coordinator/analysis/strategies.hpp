@@ -2,6 +2,7 @@
 // and adds the groups it wants to the round being drafted, or nothing; Planner::next() asks them
 // in priority order and Planner::observe() routes outcomes back. Not part of the API.
 //
+//   exact      strategy_exact.cpp      fewer than 8 nodes: every pair, repeated, judged exactly
 //   all-pairs  strategy_all_pairs.cpp  Full mode: the circle method, every pair exactly once
 //   screen     strategy_screen.cpp     Adaptive mode, first round: every node in one group
 //   resolve    strategy_resolve.cpp    suspects meet known-good partners; link candidates short of
@@ -53,11 +54,15 @@ struct RoundDraft {
 
 namespace strategy {
 
+void exact(Planner::Impl& s, RoundDraft& round);
 void all_pairs(Planner::Impl& s, RoundDraft& round);
 void screen(Planner::Impl& s, RoundDraft& round);
 void resolve(Planner::Impl& s, RoundDraft& round);
 void split(Planner::Impl& s, RoundDraft& round);
 void certify(Planner::Impl& s, RoundDraft& round);
+
+// Round r of the circle method over `order` (even length; -1 is the sit-out placeholder).
+std::vector<std::pair<int, int>> circle_pairs(const std::vector<int>& order, int r);
 
 // Outcomes routed back to a strategy. Resolve and all-pairs groups need none: their pair results
 // are evidence (evidence.cpp), which is all those strategies read.

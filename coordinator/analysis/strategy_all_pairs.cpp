@@ -5,9 +5,6 @@
 
 namespace kiln::analysis::strategy {
 
-namespace {
-
-// Round r of the circle method over `order` (even length; -1 is the sit-out placeholder).
 std::vector<std::pair<int, int>> circle_pairs(const std::vector<int>& order, int r) {
   const int m = static_cast<int>(order.size());
   std::vector<int> rot(order.size());
@@ -17,8 +14,6 @@ std::vector<std::pair<int, int>> circle_pairs(const std::vector<int>& order, int
   for (int i = 0; i < m / 2; ++i) out.emplace_back(rot[i], rot[m - 1 - i]);
   return out;
 }
-
-}  // namespace
 
 void all_pairs(Planner::Impl& s, RoundDraft& round) {
   auto& c = s.circle;

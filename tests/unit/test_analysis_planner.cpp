@@ -40,6 +40,9 @@ Run run_scenario(const json& fx, std::uint64_t seed = 1, std::size_t jitter_offs
   const auto& c = fx["cluster"];
   PlannerConfig cfg;
   cfg.seed = seed;
+  // The scenarios exercise the search and its evidence; below 8 nodes it runs only with the exact
+  // small-cluster path turned off (that path has tests of its own, test_analysis_exact.cpp).
+  cfg.exact_below = 0;
   if (fx.contains("config") && fx["config"].value("mode", "") == "full") cfg.mode = Mode::Full;
   std::vector<Switch> topo;
   if (fx.contains("topology"))

@@ -1,0 +1,286 @@
+// Exact (fewer than 8 nodes): every pair by the circle method, swept kRepeats times, then the pairs
+// whose figures sit near the cutoff are retested (up to kMaxRepeats). A handful of nodes cannot
+// feed the group-testing search (too few known-good partners, too few peers for a baseline), and
+// every pair costs at most 7 rounds per sweep, so the planner measures everything and judges it
+// once: each pair's median against the fast pairs, in units of a robust spread, then each node by
+// its pairs. docs/localization.md, "Small clusters".
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/findings.hpp"
+#include "coordinator/analysis/strategies.hpp"
+
+namespace kiln::analysis {
+
+namespace {
+
+using Key = std::pair<int, int>;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// A slow pair must be at least this much slower than the baseline (log 1.15, half way to the
+// 1.25x of the mildest fault to be found), however tight the spread: with three nodes the spread
+// rests on a few dozen figures, and a 10% difference is not a fault even when it looks significant.
+constexpr double kMinEffect = 0.1398;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  if (v.size() % 2 == 1) return v[m];
+  if (!std::isfinite(v[m])) return v[m];
+  return 0.5 * (v[m - 1] + v[m]);
+}
+
+// What the repeats say: the baseline (median log cost of the fast pairs), the spread of one
+// figure, and per pair its median, z and verdict.
+struct PairStat {
+  double med = 0.0;
+  double z = 0.0;
+  bool slow = false;
+  bool near_cutoff = false;  // within 2 spreads of the cutoff: tested again
+  bool undecided = false;    // within 1: reported unresolved once the repeats run out
+  bool clear_fast = false;   // neither slow nor near the cutoff
+  int tests = 0;
+};
+
+struct ExactStats {
+  double baseline = 0.0;
+  double sigma = 0.0;   // spread of one figure (log scale)
+  std::map<Key, PairStat> pairs;
+};
+
+// Spread of one figure from the repeats: differences between repeats of the same pair are noise
+// alone, whatever the pair's level (median |x_i - x_j| = 0.954 sigma for normal noise). Floored
+// by the configured relative spread and widened when it rests on few differences.
+double repeat_sigma(const std::map<Key, std::vector<double>>& logs, double floor) {
+  std::vector<double> diffs;
+  std::size_t df = 0;  // figures less pairs: the differences are not independent of each other
+  for (const auto& [key, v] : logs) {
+    df += v.empty() ? 0 : v.size() - 1;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      for (std::size_t j = i + 1; j < v.size(); ++j)
+        if (std::isfinite(v[i]) && std::isfinite(v[j])) diffs.push_back(std::fabs(v[i] - v[j]));
+  }
+  if (diffs.empty() || df == 0) return floor;
+  const double s = median(diffs) / 0.954 * (1.0 + 1.0 / std::sqrt(static_cast<double>(df)));
+  return std::max(s, floor);
+}
+
+ExactStats exact_stats(const Planner::Impl& s) {
+  ExactStats st;
+  const double floor = std::log1p(s.cfg.outliers.min_rel_sigma);
+  st.sigma = repeat_sigma(s.exact.logs, floor);
+  std::vector<double> meds;
+  for (const auto& [key, v] : s.exact.logs) {
+    if (v.empty() || s.nodes[key.first].lost || s.nodes[key.second].lost) continue;
+    st.pairs[key] = {median(v), 0.0, false, false, false, false, static_cast<int>(v.size())};
+    meds.push_back(st.pairs[key].med);
+  }
+  if (meds.empty()) return st;
+  // The baseline is the fast cluster: pairs within 3 spreads (of a pair median) of the fastest.
+  // With two slow nodes of five, most pairs are slow, so the median of all pairs would be a slow one.
+  std::vector<double> tests;
+  for (const auto& [key, p] : st.pairs) tests.push_back(p.tests);
+  const double med_sigma = 1.25 * st.sigma / std::sqrt(median(tests));
+  const double lo = *std::min_element(meds.begin(), meds.end());
+  std::vector<double> fast;
+  for (double m : meds)
+    if (m <= lo + 3.0 * med_sigma) fast.push_back(m);
+  st.baseline = median(fast);
+  // The baseline is itself a median of few pair medians: its own spread adds to each pair's.
+  const double base_var = med_sigma * med_sigma / static_cast<double>(fast.size());
+  const double zc = s.cfg.outliers.z_cutoff;
+  for (auto& [key, p] : st.pairs) {
+    const double pm = 1.25 * st.sigma / std::sqrt(static_cast<double>(p.tests));
+    const double sm = std::max(std::sqrt(pm * pm + base_var), floor);
+    const double d = p.med - st.baseline;
+    p.z = std::isfinite(d) ? d / sm : kInf;
+    p.slow = p.z >= zc && d >= kMinEffect;
+    p.near_cutoff = std::isfinite(p.z) && std::fabs(p.z - zc) < 2.0 && d >= 0.5 * kMinEffect;
+    p.undecided = p.near_cutoff && std::fabs(p.z - zc) < 1.0;
+    p.clear_fast = !p.slow && !p.near_cutoff;
+  }
+  return st;
+}
+
+// Nodes slow with most of their partners that are not slow themselves: most first, so a second
+// slow node's pair with the first does not count for or against anyone else.
+std::vector<int> slow_nodes(const Planner::Impl& s, const ExactStats& st) {
+  std::vector<int> slow_with(static_cast<std::size_t>(s.n), 0);
+  for (const auto& [key, p] : st.pairs)
+    if (p.slow) ++slow_with[key.first], ++slow_with[key.second];
+  std::vector<int> order;
+  for (int u = 0; u < s.n; ++u)
+    if (s.active(u)) order.push_back(u);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return slow_with[a] > slow_with[b]; });
+  std::vector<int> bad;
+  for (int u : order) {
+    int partners = 0, slow = 0;
+    for (const auto& [key, p] : st.pairs) {
+      if (key.first != u && key.second != u) continue;
+      const int v = key.first == u ? key.second : key.first;
+      if (std::find(bad.begin(), bad.end(), v) != bad.end()) continue;
+      ++partners;
+      slow += p.slow ? 1 : 0;
+    }
+    if (slow >= 2 && 4 * slow >= 3 * partners) bad.push_back(u);
+  }
+  return bad;
+}
+
+// When a pair sits near the cutoff, every pair is tested again (the one near the cutoff first,
+// then those with the fewest tests) until kMaxRepeats: the baseline and the spread sharpen with the
+// pair. Disjoint pairs, so one round.
+std::vector<Key> retests(const Planner::Impl& s, const ExactStats& st) {
+  std::vector<std::pair<int, Key>> want;
+  bool any_near = false;
+  for (const auto& [key, p] : st.pairs) {
+    if (!s.active(key.first) || !s.active(key.second) || p.tests >= ExactState::kMaxRepeats) continue;
+    any_near = any_near || p.near_cutoff;
+    want.push_back({(p.near_cutoff ? 0 : 100) + p.tests, key});
+  }
+  if (!any_near) return {};
+  std::sort(want.begin(), want.end());
+  std::vector<char> busy(static_cast<std::size_t>(s.n), 0);
+  std::vector<Key> out;
+  for (const auto& [rank, key] : want) {
+    if (busy[key.first] || busy[key.second]) continue;
+    busy[key.first] = busy[key.second] = 1;
+    out.push_back(key);
+  }
+  return out;
+}
+
+}  // namespace
+
+void Planner::Impl::record_exact(const std::vector<int>& g, const GroupOutcome& o) {
+  if (g.size() != 2) return;
+  double cost = kInf;
+  if (!o.timed_out) {
+    if (!o.value) return;  // no figure: says nothing
+    cost = std::log(to_cost(*o.value, cfg.outliers.direction));
+  }
+  exact.logs[std::minmax(g[0], g[1])].push_back(cost);
+}
+
+namespace strategy {
+
+void exact(Planner::Impl& s, RoundDraft& round) {
+  auto& e = s.exact;
+  if (!e.active || e.done) return;
+  if (e.order.empty()) {
+    for (int u = 0; u < s.n; ++u) e.order.push_back(u);
+    if (e.order.size() % 2 == 1) e.order.push_back(-1);
+  }
+  const int per_sweep = static_cast<int>(e.order.size()) - 1;
+  while (round.empty() && e.sweeps < ExactState::kRepeats) {
+    for (auto [a, b] : circle_pairs(e.order, e.circle_round))
+      if (a >= 0 && b >= 0 && s.active(a) && s.active(b)) round.add({a, b}, Tag{Tag::Exact});
+    round.reason = "small cluster: every pair, sweep " + std::to_string(e.sweeps + 1) + " of " +
+                   std::to_string(ExactState::kRepeats) + ", circle round " +
+                   std::to_string(e.circle_round + 1) + " of " + std::to_string(per_sweep);
+    if (++e.circle_round == per_sweep) e.circle_round = 0, ++e.sweeps;
+  }
+  if (!round.empty()) return;
+  for (auto [a, b] : retests(s, exact_stats(s))) round.add({a, b}, Tag{Tag::Exact});
+  if (!round.empty()) {
+    round.reason = "small cluster: pairs near the cutoff tested again";
+    return;
+  }
+  e.done = true;
+  e.done_round = s.book.observed;
+}
+
+}  // namespace strategy
+
+namespace {
+
+nlohmann::json pair_json(const Planner::Impl& s, const Key& key, const PairStat& p, double base) {
+  const double slowness = std::exp(p.med - base);
+  return {{"pair", s.link_id(key.first, key.second)},
+          {"slowness", std::isfinite(slowness) ? nlohmann::json(slowness) : nlohmann::json("timeout")},
+          {"z", std::isfinite(p.z) ? nlohmann::json(p.z) : nlohmann::json("timeout")},
+          {"tests", p.tests},
+          {"slow", p.slow}};
+}
+
+}  // namespace
+
+namespace {
+
+nlohmann::json with_pairs(nlohmann::json ev, nlohmann::json pairs) {
+  ev["pairs"] = std::move(pairs);
+  return ev;
+}
+
+// Two nodes: one pair, no baseline, and a slow pair cannot say which end is slow.
+std::vector<kiln::Finding> two_node_findings(const Planner::Impl& s, const ExactStats& st,
+                                             const nlohmann::json& basis) {
+  std::vector<kiln::Finding> out;
+  for (const auto& [key, p] : st.pairs)
+    out.push_back(kiln::make_finding(
+        kiln::Code::LocalizeUnresolved, {"link", s.link_id(key.first, key.second)},
+        "two nodes form one pair: its figure has nothing to be compared with, and a slow pair cannot "
+        "say which end is slow; test each node with a third, known-good node",
+        with_pairs(basis, {pair_json(s, key, p, st.baseline)}), 0.5));
+  return out;
+}
+
+// Node u has a pair other than `skip` that is clearly fast: a slow pair of u is not u's fault.
+bool fine_elsewhere(const ExactStats& st, int u, const Key& skip) {
+  for (const auto& [key, p] : st.pairs)
+    if (key != skip && (key.first == u || key.second == u) && p.clear_fast) return true;
+  return false;
+}
+
+kiln::Finding node_finding(const Planner::Impl& s, const ExactStats& st, const nlohmann::json& basis,
+                           int u) {
+  nlohmann::json pairs = nlohmann::json::array();
+  int slow = 0, partners = 0;
+  for (const auto& [key, p] : st.pairs) {
+    if (key.first != u && key.second != u) continue;
+    ++partners, slow += p.slow ? 1 : 0;
+    pairs.push_back(pair_json(s, key, p, st.baseline));
+  }
+  return kiln::make_finding(kiln::Code::NodeSlow, {"node", s.name(u)},
+                            s.name(u) + " is slow with " + std::to_string(slow) + " of " +
+                                std::to_string(partners) + " partners (every pair, repeated)",
+                            with_pairs(basis, std::move(pairs)),
+                            std::clamp(1.0 - std::pow(0.2, slow), 0.5, 0.999));
+}
+
+}  // namespace
+
+// A pair of two nodes not slow themselves is a slow link when its median is slow; a pair still
+// near the cutoff after kMaxRepeats tests is reported undecided, never dropped.
+std::vector<kiln::Finding> Planner::Impl::exact_findings() const {
+  const auto st = exact_stats(*this);
+  const nlohmann::json basis = {{"baseline", std::exp(st.baseline)}, {"sigma", st.sigma},
+                                {"method", "every pair, repeated"}, {"confirmed_round", exact.done_round}};
+  if (st.pairs.size() == 1) return two_node_findings(*this, st, basis);
+  std::vector<kiln::Finding> out;
+  const auto bad = slow_nodes(*this, st);
+  for (int u : bad) out.push_back(node_finding(*this, st, basis, u));
+  auto is_bad = [&](int u) { return std::find(bad.begin(), bad.end(), u) != bad.end(); };
+  for (const auto& [key, p] : st.pairs) {
+    const auto [a, b] = key;
+    if (is_bad(a) || is_bad(b) || !(p.slow || p.undecided)) continue;
+    auto ev = with_pairs(basis, {pair_json(*this, key, p, st.baseline)});
+    if (p.slow && fine_elsewhere(st, a, key) && fine_elsewhere(st, b, key)) {
+      out.push_back(kiln::make_finding(kiln::Code::LinkSlow, {"link", link_id(a, b)},
+                                       "traffic between " + name(a) + " and " + name(b) +
+                                           " is slow while both are fine with their other partners",
+                                       std::move(ev), std::clamp(1.0 - std::pow(0.2, p.tests), 0.5, 0.999)));
+    } else {
+      out.push_back(kiln::make_finding(
+          kiln::Code::LocalizeUnresolved, {"link", link_id(a, b)},
+          "pair " + link_id(a, b) + (p.slow ? " is slow, but an end is not clearly fine with another partner"
+                                            : " stayed near the cutoff") + " after " + std::to_string(p.tests) +
+              " tests: a mildly or intermittently slow node or link, or noise; test it again with more repeats",
+          std::move(ev), 0.5));
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln::analysis
