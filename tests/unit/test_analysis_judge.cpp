@@ -56,6 +56,9 @@ std::vector<Finding> replay(const coord::LoadedRun& run) {
   cfg.mode = loc["mode"] == "full" ? analysis::Mode::Full : analysis::Mode::Adaptive;
   const auto size = loc["size_bytes"].get<std::int64_t>();
   cfg.size_bytes = size;
+  // The runs were recorded before clusters of fewer than 8 nodes were tested exactly, pair by pair:
+  // replaying their rounds needs the search they were planned with.
+  cfg.exact_below = 0;
   analysis::Planner planner(static_cast<int>(names.size()), cfg, {}, names);
   std::vector<const analysis::RoundRecord*> rounds;
   for (const auto& rr : run.rounds)
