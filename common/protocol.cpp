@@ -323,7 +323,7 @@ void from_json(const nlohmann::json& j, Done& m) {
 }
 
 void to_json(nlohmann::json& j, const RankProgress& m) {
-  j = {{"rank", m.rank}, {"check", m.check}, {"round", m.round}, {"ops", m.ops}, {"waiting_on", m.waiting_on}};
+  j = {{"rank", m.rank}, {"check", m.check}, {"round", m.round}, {"ops", m.ops}, {"waiting_on", m.waiting_on}, {"stalled_s", m.stalled_s}};
 }
 void from_json(const nlohmann::json& j, RankProgress& m) {
   m.rank = int_at<int>(j, "rank");
@@ -332,6 +332,8 @@ void from_json(const nlohmann::json& j, RankProgress& m) {
   m.round = int_or<std::int64_t>(j, "round", -1);
   m.ops = int_or<std::uint64_t>(j, "ops", 0);
   m.waiting_on = int_or<int>(j, "waiting_on", -1);
+  m.stalled_s = j.value("stalled_s", 0.0);
+  if (!std::isfinite(m.stalled_s) || m.stalled_s < 0) throw ProtocolError("progress stalled_s out of bounds");
   if (m.rank < 0 || m.waiting_on < -1) throw ProtocolError("progress rank or peer out of bounds");
 }
 

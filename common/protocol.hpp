@@ -161,6 +161,7 @@ struct RankProgress {
   std::int64_t round = -1;
   std::uint64_t ops = 0;
   int waiting_on = -1;
+  double stalled_s = 0.0;  // seconds in the check its MPI thread was not running at all (stopped, starved)
   bool operator==(const RankProgress&) const = default;
 };
 inline constexpr std::size_t kMaxCheckKey = 128;

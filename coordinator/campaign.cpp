@@ -340,7 +340,11 @@ void Campaign::end_round(bool cut, Clock::time_point start) {
   for (int r : current_->expected) {
     if (!current_->done.count(r)) current_->missing.insert(r);
     const auto& p = ranks_.at(r).progress;
-    if (p && p->round == id) current_->progress[r] = *p;
+    if (p && p->round == id) {
+      current_->progress[r] = *p;
+      spdlog::debug("round {}: rank {} last said {} ops in {}, waiting on peer {}, stalled {:.1f} s", id, r, p->ops,
+                    printable(p->check, 64), p->waiting_on, p->stalled_s);
+    }
   }
   // A rank that did not finish within the round's deadline and slack is dead or hung: leave it
   // out of later rounds rather than waiting for it again, and say so.

@@ -25,6 +25,7 @@ void poll_request(Context& ctx, MPI_Request& req, const std::function<void()>& o
       if (ctx.progress) ctx.progress->op_done();
       return;
     }
+    if ((spins & 63) == 0 && ctx.progress) ctx.progress->tick(std::chrono::steady_clock::now());
     if ((spins & 63) == 0 && ctx.expired()) {
       on_abandon();
       throw DeadlineExceeded("the group did not finish the operation before the deadline");
@@ -70,7 +71,10 @@ bool members_alive(int me, const std::vector<int>& members, std::int64_t round_i
       if (progress) progress->waiting_on(-1);
       return true;
     }
-    if ((spins & 1023) == 0 && progress) progress->waiting_on(first_absent(reqs, recvs));
+    if ((spins & 63) == 0 && progress) {
+      progress->tick(std::chrono::steady_clock::now());
+      if ((spins & 1023) == 0) progress->waiting_on(first_absent(reqs, recvs));
+    }
     if ((spins & 63) == 0 && std::chrono::steady_clock::now() >= deadline) {
       abandon(tokens);  // a late token must not land in freed memory
       return false;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -21,10 +22,22 @@ class Progress {
       key_ = key;
     }
     ops_.store(0, std::memory_order_relaxed);
+    stalled_us_.store(0, std::memory_order_relaxed);
+    last_tick_ = std::chrono::steady_clock::now();
     waiting_on_.store(-1, std::memory_order_relaxed);
     round_.store(round, std::memory_order_relaxed);
   }
   void op_done() { ops_.fetch_add(1, std::memory_order_relaxed); }
+  // Called from the MPI thread's wait loop, which runs without pause: a gap of more than kStall
+  // between two calls is time the process did not run (stopped, starved of CPU, swapped out).
+  void tick(std::chrono::steady_clock::time_point now) {
+    const auto gap = now - last_tick_;
+    last_tick_ = now;
+    if (gap > kStall)
+      stalled_us_.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(gap).count()),
+                            std::memory_order_relaxed);
+  }
+  static constexpr std::chrono::milliseconds kStall{200};
   // The group peer (index in the group) the rank now waits on; -1 when it is not known.
   void waiting_on(int peer) { waiting_on_.store(peer, std::memory_order_relaxed); }
 
@@ -38,6 +51,7 @@ class Progress {
     p.round = round_.load(std::memory_order_relaxed);
     p.ops = ops_.load(std::memory_order_relaxed);
     p.waiting_on = waiting_on_.load(std::memory_order_relaxed);
+    p.stalled_s = static_cast<double>(stalled_us_.load(std::memory_order_relaxed)) / 1e6;
     return p;
   }
 
@@ -47,6 +61,8 @@ class Progress {
   std::atomic<std::int64_t> round_{-1};
   std::atomic<std::uint64_t> ops_{0};
   std::atomic<int> waiting_on_{-1};
+  std::atomic<std::uint64_t> stalled_us_{0};
+  std::chrono::steady_clock::time_point last_tick_{};  // the MPI thread's only
 };
 
 }  // namespace kiln::worker

@@ -32,7 +32,16 @@ struct Place {
   long index;
   std::uint64_t ops;
   int waiting_on;
+  double stalled_s;
 };
+
+// Stalled (not running at all) for a second or more, and four times longer than any other member.
+bool stalled_most(const Place& p, const std::vector<Place>& places) {
+  double others = 0;
+  for (const auto& q : places)
+    if (q.rank != p.rank) others = std::max(others, q.stalled_s);
+  return p.stalled_s >= 1.0 && p.stalled_s >= 4 * others;
+}
 
 std::vector<int> behind_of(const std::vector<Place>& places, const std::vector<int>& members) {
   std::vector<Place> sorted = places;
@@ -49,7 +58,7 @@ std::vector<int> behind_of(const std::vector<Place>& places, const std::vector<i
     const bool earlier_check = p.index < median.index;
     const bool fewer_ops = p.index == median.index && p.ops * 2 <= median.ops && median.ops - p.ops >= 2;
     const bool waited_on = 2 * waited[p.rank] >= static_cast<int>(places.size()) - 1 && waited[p.rank] > 0;
-    if (earlier_check || fewer_ops || waited_on) out.push_back(p.rank);
+    if (earlier_check || fewer_ops || waited_on || stalled_most(p, places)) out.push_back(p.rank);
   }
   if (out.size() == members.size()) out.clear();  // everyone behind: it cannot tell
   return out;
@@ -59,7 +68,7 @@ std::optional<Behind> judge_group(const RoundRecord& rr, std::size_t test_index,
   const auto& test = rr.round.tests[test_index].key;
   if (members.size() < 2 || !overran(rr, test, members)) return std::nullopt;
   std::vector<Place> places;
-  json ops = json::object(), waits = json::array();
+  json ops = json::object(), stalls = json::object(), waits = json::array();
   for (int r : members) {
     const auto it = rr.progress.find(r);
     // No progress from a member in this round: it cannot tell.
@@ -67,7 +76,8 @@ std::optional<Behind> judge_group(const RoundRecord& rr, std::size_t test_index,
     const auto& p = it->second;
     const auto at = std::find_if(rr.round.tests.begin(), rr.round.tests.end(), [&](const auto& t) { return t.key == p.check; });
     const long index = at == rr.round.tests.end() ? -1 : static_cast<long>(at - rr.round.tests.begin());
-    places.push_back({r, index, p.ops, p.waiting_on});
+    places.push_back({r, index, p.ops, p.waiting_on, p.stalled_s});
+    stalls[std::to_string(r)] = p.stalled_s;
     ops[std::to_string(r)] = index == static_cast<long>(test_index) ? json(p.ops) : json("in " + (p.check.empty() ? std::string("no check") : p.check));
     if (p.waiting_on >= 0 && static_cast<std::size_t>(p.waiting_on) < members.size())
       waits.push_back({{"rank", r}, {"waiting_on", members[static_cast<std::size_t>(p.waiting_on)]}});
@@ -75,7 +85,7 @@ std::optional<Behind> judge_group(const RoundRecord& rr, std::size_t test_index,
   if (places.size() < 2) return std::nullopt;
   auto behind = behind_of(places, members);
   if (behind.empty()) return std::nullopt;
-  json ev = {{"round", rr.round.id}, {"check", test}, {"members", members}, {"ops_done", ops}, {"waits", waits},
+  json ev = {{"round", rr.round.id}, {"check", test}, {"members", members}, {"ops_done", ops}, {"waits", waits}, {"stalled_s", stalls},
              {"behind", behind}};
   return Behind{test, members, std::move(behind), std::move(ev)};
 }

@@ -21,8 +21,11 @@ struct Behind {
 
 // One verdict per (group, group check) of the round that timed out or that a member did not
 // finish, when the members' progress in that check tells who was behind: members with at most
-// half the operations of the group's median (and at least two fewer), or members that at least
-// half of the others were waiting on. Nothing when progress is missing for a member or cannot tell.
+// half the operations of the group's median (and at least two fewer), members that at least half
+// of the others were waiting on, or a member whose process stalled (did not run at all) for a
+// second or more and four times longer than any other: in a collective every member completes
+// the same operations, so a member that is stopped or starved of CPU shows only there. Nothing
+// when progress is missing for a member or cannot tell.
 std::vector<Behind> find_behind(const RoundRecord& rr);
 
 }  // namespace kiln::analysis

@@ -114,3 +114,16 @@ TEST_CASE("when progress cannot tell, a timed-out group is judged as before", "[
     CHECK(find_behind(rr).empty());
   }
 }
+
+TEST_CASE("in a collective, where operations stay equal, the member whose process stalled is behind", "[behind]") {
+  auto rr = overrun_round();
+  set_ops(rr, {89, 84, 88, 89});  // sampled at different moments: within noise
+  rr.progress[2].stalled_s = 5.4;
+  rr.progress[0].stalled_s = 0.3;
+  const auto found = find_behind(rr);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].behind == std::vector<int>{2});
+  CHECK(found[0].evidence["stalled_s"]["2"] == 5.4);
+  rr.progress[0].stalled_s = 2.0;  // another member stalled too, nearly as long: it cannot tell
+  CHECK(find_behind(rr).empty());
+}
