@@ -15,11 +15,8 @@ pid=$!
 if ! wait_for "$TMP/run.err" "round 1: host.inventory" 60; then
   bad "the campaign never started its rounds"; cat "$TMP/run.err"; kill $pid; finish
 fi
-mpirun_pid=$(pgrep -P $pid mpirun | head -1)
-slow=""
-for p in $(pgrep -P "$mpirun_pid" -f kiln-worker); do
-  tr '\0' '\n' < "/proc/$p/environ" | grep -qx 'OMPI_COMM_WORLD_LOCAL_RANK=2' && slow=$p
-done
+# Local rank 2: not the node agent (local rank 0), which speaks for its node's ranks.
+slow=$(local_worker $pid 2)
 [ -n "$slow" ] || { bad "no worker with local rank 2"; kill $pid; finish; }
 rank=$(tr '\0' '\n' < "/proc/$slow/environ" | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
 ( while kill -STOP "$slow" 2>/dev/null; do sleep 0.9; kill -CONT "$slow" 2>/dev/null; sleep 0.1; done ) &
