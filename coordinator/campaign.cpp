@@ -325,6 +325,14 @@ bool Campaign::wait_for_workers() {
   return true;
 }
 
+namespace {
+std::vector<proto::RankProgress> progress_list(const RoundRecord& rr) {
+  std::vector<proto::RankProgress> out;
+  for (const auto& [rank, p] : rr.progress) out.push_back(p);
+  return out;
+}
+}  // namespace
+
 // Closes the current round: late results, the ranks that did not finish (lost from now on), and
 // the journal's round_end, which is what makes the round count when it is judged.
 void Campaign::end_round(bool cut, Clock::time_point start) {
@@ -359,7 +367,7 @@ void Campaign::end_round(bool cut, Clock::time_point start) {
   current_->duration_s = seconds_since(start);
   if (!cut) {
     journal("round_end", {{"id", id}, {"done", current_->done}, {"missing", current_->missing},
-                          {"duration_s", current_->duration_s}}, true);
+                          {"duration_s", current_->duration_s}, {"progress", progress_list(*current_)}}, true);
     current_->finished = storage_error_.empty();  // judged only once the journal says it ended
   }
   progress("round " + std::to_string(id) + (current_->finished ? " ended: " : " cut short: ") +
