@@ -26,6 +26,11 @@ const std::vector<CatalogEntry>& catalog() {
        "read the error in the evidence; fix the software/driver setup on that node and rerun"},
       {Code::TestTimeout, "test.timeout", S::Error, "rank", "a check did not finish before its deadline",
        "the entity may be hung or very slow: check dmesg and the worker log, then rerun the check alone"},
+      {Code::GroupBehind, "group.behind", S::Error, "rank",
+       "a group check overran its deadline, and the heartbeats show the group was waiting for this rank: it had "
+       "done markedly fewer operations than the other members, or they were waiting on it",
+       "check the node of {entity} (CPU frequency and load, dmesg, its NIC's link speed and port errors); the "
+       "other members' timeouts in that check were caused by it. Rerun the group check without it to confirm"},
       {Code::NodeSlow, "node.slow", S::Error, "node", "a node is slow with known-good partners",
        "drain {entity} (scontrol update nodename={entity} state=drain reason=kiln), then check its NIC (link "
        "speed, port errors), CPU frequency and thermal state; reseat or replace its NIC cable if the port shows "

@@ -23,6 +23,7 @@ enum class Code {
   TestFail,
   TestError,
   TestTimeout,
+  GroupBehind,
   NodeSlow,
   LinkSlow,
   NvlinkSlow,

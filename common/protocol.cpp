@@ -322,8 +322,32 @@ void from_json(const nlohmann::json& j, Done& m) {
   m.last_seq = int_or<std::uint64_t>(j, "last_seq", 0);
 }
 
-void to_json(nlohmann::json& j, const Heartbeat& m) { j = {{"ts", m.ts}}; }
-void from_json(const nlohmann::json& j, Heartbeat& m) { m.ts = j.value("ts", 0.0); }
+void to_json(nlohmann::json& j, const RankProgress& m) {
+  j = {{"rank", m.rank}, {"check", m.check}, {"round", m.round}, {"ops", m.ops}, {"waiting_on", m.waiting_on}, {"stalled_s", m.stalled_s}};
+}
+void from_json(const nlohmann::json& j, RankProgress& m) {
+  m.rank = int_at<int>(j, "rank");
+  m.check = j.value("check", std::string());
+  if (m.check.size() > kMaxCheckKey) throw ProtocolError("progress check key too long");
+  m.round = int_or<std::int64_t>(j, "round", -1);
+  m.ops = int_or<std::uint64_t>(j, "ops", 0);
+  m.waiting_on = int_or<int>(j, "waiting_on", -1);
+  m.stalled_s = j.value("stalled_s", 0.0);
+  if (!std::isfinite(m.stalled_s) || m.stalled_s < 0) throw ProtocolError("progress stalled_s out of bounds");
+  if (m.rank < 0 || m.waiting_on < -1) throw ProtocolError("progress rank or peer out of bounds");
+}
+
+void to_json(nlohmann::json& j, const Heartbeat& m) {
+  j = {{"ts", m.ts}};
+  if (!m.progress.empty()) j["progress"] = m.progress;
+}
+void from_json(const nlohmann::json& j, Heartbeat& m) {
+  m.ts = j.value("ts", 0.0);
+  const auto it = j.find("progress");
+  if (it == j.end()) return;  // a worker from before progress
+  if (!it->is_array() || it->size() > kMaxRanksPerConnection) throw ProtocolError("heartbeat progress is not a list of ranks");
+  m.progress = it->get<std::vector<RankProgress>>();
+}
 
 void to_json(nlohmann::json& j, const Error& m) { j = {{"code", m.code}, {"message", m.message}}; }
 void from_json(const nlohmann::json& j, Error& m) {

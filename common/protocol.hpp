@@ -152,9 +152,25 @@ struct Done {
   std::uint64_t last_seq = 0;  // the seq of this rank's last result in the round (0 if none)
 };
 
+// What one rank's MPI thread was doing when a heartbeat left: the check and round it is in, the
+// operations it completed in that check, and the group peer (index in the group) it is waiting
+// on, -1 when unknown. The coordinator names the members a timed-out group was waiting for.
+struct RankProgress {
+  int rank = -1;
+  std::string check;  // empty: between checks
+  std::int64_t round = -1;
+  std::uint64_t ops = 0;
+  int waiting_on = -1;
+  double stalled_s = 0.0;  // seconds in the check its MPI thread was not running at all (stopped, starved)
+  bool operator==(const RankProgress&) const = default;
+};
+inline constexpr std::size_t kMaxCheckKey = 128;
+
 struct Heartbeat {
   static constexpr MsgType kType = MsgType::Heartbeat;
   double ts = 0.0;
+  // One entry per rank the connection speaks for; absent from older workers.
+  std::vector<RankProgress> progress;
 };
 
 struct Error {
@@ -179,6 +195,7 @@ KILN_PROTO_JSON(TestSpec)
 KILN_PROTO_JSON(Round)
 KILN_PROTO_JSON(Ack)
 KILN_PROTO_JSON(Done)
+KILN_PROTO_JSON(RankProgress)
 KILN_PROTO_JSON(Heartbeat)
 KILN_PROTO_JSON(Error)
 KILN_PROTO_JSON(Bye)

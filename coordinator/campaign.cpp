@@ -241,7 +241,11 @@ void Campaign::on_message(const Event& e, std::vector<int>& mine, proto::Error& 
 void Campaign::on_message(const Event&, std::vector<int>& mine, proto::Bye&, Acks&) {
   for (int r : mine) ranks_.at(r).said_bye = true;
 }
-void Campaign::on_message(const Event&, std::vector<int>&, proto::Heartbeat&, Acks&) {}
+// The ranks' progress, kept to tell, if a group check overruns, which members it waited for.
+void Campaign::on_message(const Event&, std::vector<int>& mine, proto::Heartbeat& h, Acks&) {
+  for (auto& p : h.progress)
+    if (std::find(mine.begin(), mine.end(), p.rank) != mine.end()) ranks_.at(p.rank).progress = std::move(p);
+}
 
 // A record is counted in the round it names (not_owned() lets through only the current round's),
 // so that the report counts what results.jsonl holds; only what judgement reads is kept in memory.
@@ -321,6 +325,14 @@ bool Campaign::wait_for_workers() {
   return true;
 }
 
+namespace {
+std::vector<proto::RankProgress> progress_list(const RoundRecord& rr) {
+  std::vector<proto::RankProgress> out;
+  for (const auto& [rank, p] : rr.progress) out.push_back(p);
+  return out;
+}
+}  // namespace
+
 // Closes the current round: late results, the ranks that did not finish (lost from now on), and
 // the journal's round_end, which is what makes the round count when it is judged.
 void Campaign::end_round(bool cut, Clock::time_point start) {
@@ -333,8 +345,15 @@ void Campaign::end_round(bool cut, Clock::time_point start) {
        !cut && !launch_end_ && live_ranks().empty() && Clock::now() < until;)
     pump(std::min(until, Clock::now() + std::chrono::milliseconds(200)));
   cut = cut || stopping() || (live_ranks().empty() && launch_end_ && !launch_end_->ok);
-  for (int r : current_->expected)
+  for (int r : current_->expected) {
     if (!current_->done.count(r)) current_->missing.insert(r);
+    const auto& p = ranks_.at(r).progress;
+    if (p && p->round == id) {
+      current_->progress[r] = *p;
+      spdlog::debug("round {}: rank {} last said {} ops in {}, waiting on peer {}, stalled {:.1f} s", id, r, p->ops,
+                    printable(p->check, 64), p->waiting_on, p->stalled_s);
+    }
+  }
   // A rank that did not finish within the round's deadline and slack is dead or hung: leave it
   // out of later rounds rather than waiting for it again, and say so.
   for (int r : current_->missing) {
@@ -348,7 +367,7 @@ void Campaign::end_round(bool cut, Clock::time_point start) {
   current_->duration_s = seconds_since(start);
   if (!cut) {
     journal("round_end", {{"id", id}, {"done", current_->done}, {"missing", current_->missing},
-                          {"duration_s", current_->duration_s}}, true);
+                          {"duration_s", current_->duration_s}, {"progress", progress_list(*current_)}}, true);
     current_->finished = storage_error_.empty();  // judged only once the journal says it ended
   }
   progress("round " + std::to_string(id) + (current_->finished ? " ended: " : " cut short: ") +

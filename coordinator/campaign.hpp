@@ -66,6 +66,7 @@ struct RankState {
   NodeInfo info;
   RankCounts counts;  // what it measured in this session (its results are on disk, not kept)
   bool loss_journaled = false;
+  std::optional<proto::RankProgress> progress;  // from its last heartbeat that carried one
 };
 
 using analysis::Phase;

@@ -55,6 +55,7 @@ struct Reader {
     for (int r : e.value("done", std::vector<int>{})) rr.done.insert(r);
     for (int r : e.value("missing", std::vector<int>{})) rr.missing.insert(r);
     rr.duration_s = e.value("duration_s", 0.0);
+    for (const auto& p : e.value("progress", std::vector<proto::RankProgress>{})) rr.progress[p.rank] = p;
     rr.finished = true;
   }
 

@@ -8,7 +8,8 @@
 //   {"event":"lost","session":1,"rank":2,"host":"n3","reason":"..."}
 //   {"event":"round","session":1,"id":3,"tests":[...],"groups":[[...]],"reason":"","phase":"plan",
 //    "plan_index":2,"expected":[...],"deadline_s":120}          before the round is sent
-//   {"event":"round_end","session":1,"id":3,"done":[...],"missing":[...],"duration_s":12.5}
+//   {"event":"round_end","session":1,"id":3,"done":[...],"missing":[...],"duration_s":12.5,
+//    "progress":[...]}  (each rank's last heartbeat progress in the round, when it sent one)
 //   {"event":"localized","session":1,"findings":[...],"section":{...}}
 //   {"event":"end","session":1,"verdict":"pass","error":"","launch":{...},"rejected":0}
 //

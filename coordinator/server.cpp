@@ -336,8 +336,9 @@ struct ResultServer::Impl {
         try {
           auto msg = proto::decode_worker_payload(std::string_view(body).substr(proto::kMacSize));
           // A heartbeat only proves the peer alive, which reading it did (last_heard): the
-          // campaign thread is not woken for it.
-          if (!std::holds_alternative<proto::Heartbeat>(msg))
+          // campaign thread is woken for it only when it carries the ranks' progress.
+          const auto* beat = std::get_if<proto::Heartbeat>(&msg);
+          if (!beat || !beat->progress.empty())
             events.push(Event{Event::Kind::Message, s->id, {}, std::move(msg), {}, s->peer});
         } catch (const std::exception& e) {
           s->poisoned = true;  // now: frames already queued behind this one are dropped

@@ -22,6 +22,8 @@
 
 namespace kiln::worker {
 
+class Progress;  // worker/progress.hpp
+
 // Drill switches (KILN_FAULT_* environment variables), a test aid documented in docs/. Off unless set.
 struct Faults {
   nlohmann::json spec = nlohmann::json::object();  // parsed KILN_FAULT (JSON object) if set
@@ -40,6 +42,7 @@ struct Context {
   nlohmann::json params = nlohmann::json::object();
   std::chrono::steady_clock::time_point deadline;
   const Faults& faults;
+  Progress* progress = nullptr;  // what the heartbeats say this rank is doing; none in standalone tests
 
   bool expired() const { return std::chrono::steady_clock::now() >= deadline; }
   double seconds_left() const {

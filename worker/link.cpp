@@ -256,9 +256,10 @@ void StreamLink::io_loop() {
 // stream has failed.
 bool StreamLink::pump_once(std::string& pending, Clock::time_point& next_beat) {
   if (Clock::now() >= next_beat) {
+    proto::Heartbeat beat{std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(), {}};
+    if (progress_) beat.progress = progress_();
     std::lock_guard lk(mu_);
-    outbox_.push_back(seal(proto::wrap(proto::Heartbeat{
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()})));
+    outbox_.push_back(seal(proto::wrap(beat)));
     next_beat = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(heartbeat_s_));
   }
   if (pending.empty()) {

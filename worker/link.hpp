@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -41,6 +42,8 @@ struct LinkIdentity {
 };
 
 using Clock = std::chrono::steady_clock;
+// What the ranks a connection speaks for are doing, read by its I/O thread for each heartbeat.
+using ProgressSource = std::function<std::vector<proto::RankProgress>()>;
 
 // What the worker's main loop needs of its way to the coordinator: its own connection, or the
 // relay through its node's agent (worker/relay.hpp). Every method but close() may be called from
@@ -87,6 +90,8 @@ class StreamLink : public Link {
   // A descriptor written one byte whenever a command or an ack arrives (a node agent polls it).
   // Set before start().
   void notify(int fd) { notify_fd_ = fd; }
+  // Where each heartbeat's progress comes from. Set before start().
+  void progress_source(ProgressSource source) { progress_ = std::move(source); }
 
  protected:
   explicit StreamLink(std::string peer) : peer_(std::move(peer)) {}
@@ -114,6 +119,7 @@ class StreamLink : public Link {
 
   int wake_[2] = {-1, -1};
   int notify_fd_ = -1;
+  ProgressSource progress_;
   std::thread thread_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -18,6 +18,7 @@
 #include "common/env_options.hpp"
 #include "common/net.hpp"
 #include "worker/link.hpp"
+#include "worker/progress.hpp"
 #include "worker/relay.hpp"
 #include "worker/node_info.hpp"
 #include "worker/runner.hpp"
@@ -164,15 +165,17 @@ NodeRelay node_relay(const Config& c, const NodeInfo& node) {
   return out;
 }
 
-std::unique_ptr<Link> open_link(const Config& c, const NodeInfo& node) {
+std::unique_ptr<Link> open_link(const Config& c, const NodeInfo& node, const Progress& progress) {
   const int rank = node.world_rank;
   const auto relay = node_relay(c, node);
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(c.connect_timeout * 1000));
+  ProgressSource mine = [&progress, rank] { return std::vector<proto::RankProgress>{progress.snapshot(rank)}; };
   try {
     if (relay.name.empty()) {
       const auto [ep, secret] = coordinator_of(c, rank);
       auto link = std::make_unique<CoordinatorLink>(ep, secret, LinkIdentity{rank, node.world_size, node.host, node});
       link->connect(timeout);
+      link->progress_source(mine);
       link->start();
       return link;
     }
@@ -180,6 +183,7 @@ std::unique_ptr<Link> open_link(const Config& c, const NodeInfo& node) {
       auto link = std::make_unique<RelayClient>();
       // The agent first waits for the node's ranks, then connects: up to a connect timeout each.
       link->connect(relay.name, {rank, node}, Clock::now() + 2 * timeout + std::chrono::seconds(30));
+      link->progress_source(mine);
       link->start();
       return link;
     }
@@ -187,7 +191,7 @@ std::unique_ptr<Link> open_link(const Config& c, const NodeInfo& node) {
     auto agent = std::make_unique<NodeAgent>(
         relay.listen_fd, AgentSetup{ep, secret, LinkIdentity{rank, node.world_size, node.host, node}, relay.ranks, c.connect_timeout});
     agent->connect();
-    agent->start();
+    agent->start(mine);
     return agent;
   } catch (const std::exception& e) {
     die(rank, e.what());
@@ -196,12 +200,13 @@ std::unique_ptr<Link> open_link(const Config& c, const NodeInfo& node) {
 
 int run_connected(const Config& c, const NodeInfo& node, const Faults& faults) {
   const int rank = node.world_rank;
-  auto owned = open_link(c, node);
+  Progress progress;  // outlives the link, whose I/O thread reads it
+  auto owned = open_link(c, node, progress);
   Link& link = *owned;
   // Off while the campaign is ending normally: the watchdog is destroyed before the link closes.
   std::optional<Watchdog> watchdog;
   if (c.watchdog > 0) watchdog.emplace(link, c.watchdog, rank);
-  Runner runner(node, faults, [&](const Record& r) { link.send_record(r); });
+  Runner runner(node, faults, [&](const Record& r) { link.send_record(r); }, &progress);
   const bool debug = std::getenv("KILN_DEBUG") != nullptr;
   for (;;) {
     auto cmd = link.next_command(Clock::now() + std::chrono::seconds(1));

@@ -25,7 +25,7 @@ void wait_request(Context& ctx, const std::function<int(MPI_Request*)>& start, s
 // A non-blocking roll call over a group of world ranks before a blocking communicator creation:
 // false when some member did not answer before the deadline (dead or hung).
 bool members_alive(int me, const std::vector<int>& members, std::int64_t round_id, std::size_t index,
-                   std::chrono::steady_clock::time_point deadline);
+                   std::chrono::steady_clock::time_point deadline, Progress* progress = nullptr);
 
 void poll_request(Context& ctx, MPI_Request& req, const std::function<void()>& on_abandon);
 

@@ -160,7 +160,14 @@ LinkIdentity NodeAgent::identity() const {
   return who;
 }
 
-void NodeAgent::start() {
+void NodeAgent::start(ProgressSource own) {
+  link_->progress_source([this, own = std::move(own)] {
+    std::vector<proto::RankProgress> all;
+    if (own) all = own();
+    std::lock_guard lk(progress_mu_);
+    for (const auto& [rank, p] : peer_progress_) all.push_back(p);
+    return all;
+  });
   link_->start();
   hub_ = std::thread([this] { hub_loop(); });
 }
@@ -267,6 +274,10 @@ void NodeAgent::take_from(Peer& p, std::string_view body) {
     p.finished = true;
   } else if (auto* er = std::get_if<proto::Error>(&msg)) {
     link_->send(proto::wrap(*er));
+  } else if (auto* hb = std::get_if<proto::Heartbeat>(&msg)) {
+    std::lock_guard lk(progress_mu_);
+    for (const auto& prog : hb->progress)
+      if (prog.rank == p.rank) peer_progress_[p.rank] = prog;  // a rank speaks only for itself
   }
 }
 

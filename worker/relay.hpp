@@ -16,6 +16,7 @@
 // commands and acks; the connection has its own I/O thread (StreamLink).
 #pragma once
 
+#include <map>
 #include <memory>
 
 #include "worker/link.hpp"
@@ -54,7 +55,8 @@ class NodeAgent : public Link {
   // Waits (bounded by the connect timeout) for the other local ranks' hellos, then connects to the
   // coordinator for all that came. Throws LinkError.
   void connect();
-  void start();
+  // own: this rank's progress; the node's heartbeats carry it and what the local ranks last said.
+  void start(ProgressSource own = {});
 
   std::optional<nlohmann::json> next_command(Clock::time_point deadline) override;
   std::uint64_t send_record(const Record& r) override;
@@ -98,6 +100,8 @@ class NodeAgent : public Link {
   std::atomic<bool> all_finished_{false};
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  std::mutex progress_mu_;
+  std::map<int, proto::RankProgress> peer_progress_;  // rank -> its last heartbeat's
   std::deque<nlohmann::json> inbox_;          // commands for the agent's own rank
 };
 

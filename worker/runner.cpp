@@ -5,6 +5,7 @@
 
 #include "common/check.hpp"
 #include "worker/mpi_wait.hpp"
+#include "worker/progress.hpp"
 
 namespace kiln::worker {
 
@@ -134,9 +135,10 @@ void Runner::run_test(const proto::Round& round, std::size_t index) {
   const double deadline_s = params.value("deadline_s", round.deadline_s > 0 ? round.deadline_s : test->default_deadline_s());
   Context ctx{node_, MPI_COMM_SELF, group_id, 0, 1, members, round.id, params,
               Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_s)),
-              faults_};
+              faults_, progress_};
+  if (progress_) progress_->begin(spec.key, round.id);
   MPI_Comm group_comm = MPI_COMM_NULL;
-  if (scope == Scope::Group && !members_alive(node_.world_rank, members, round.id, index, ctx.deadline)) {
+  if (scope == Scope::Group && !members_alive(node_.world_rank, members, round.id, index, ctx.deadline, progress_)) {
     status_result(Status::Timeout, "a member of the group never arrived (dead or hung rank)", deadline_s, group_id);
     return;
   }

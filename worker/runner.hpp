@@ -15,7 +15,9 @@ Faults faults_from_env();  // parses KILN_FAULT (a JSON object); throws on malfo
 class Runner {
  public:
   using Emit = std::function<void(const Record&)>;
-  Runner(const NodeInfo& node, const Faults& faults, Emit emit) : node_(node), faults_(faults), emit_(std::move(emit)) {}
+  // progress, when given, is kept up to date for the heartbeats (worker/progress.hpp).
+  Runner(const NodeInfo& node, const Faults& faults, Emit emit, Progress* progress = nullptr)
+      : node_(node), faults_(faults), emit_(std::move(emit)), progress_(progress) {}
   void run_round(const proto::Round& round);
 
  private:
@@ -25,6 +27,7 @@ class Runner {
   const NodeInfo& node_;
   const Faults& faults_;
   Emit emit_;
+  Progress* progress_;
 };
 
 }  // namespace kiln::worker

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "common/findings.hpp"
+#include "coordinator/analysis/behind.hpp"
 
 namespace kiln::analysis {
 
@@ -76,6 +77,14 @@ std::set<int> collateral_of(const RoundRecord& rr, const std::set<int>& lost) {
   return out;
 }
 
+Finding behind_finding(const Behind& b) {
+  std::string names;
+  for (int r : b.behind) names += (names.empty() ? "" : ", ") + std::to_string(r);
+  const std::string summary = b.test + " overran its deadline in round " + b.evidence.value("round", json()).dump() +
+                              ": the group was waiting for rank" + (b.behind.size() > 1 ? "s " : " ") + names;
+  return make_finding(Code::GroupBehind, {"rank", std::to_string(b.behind.front())}, summary, b.evidence);
+}
+
 bool group_check(const std::string& key) {
   const auto* spec = find_check(key);
   return spec && spec->scope == Scope::Group;
@@ -133,7 +142,17 @@ std::vector<Finding> judge_plan(int expected_ranks, const std::vector<RankFate>&
     if (rr.phase == Phase::Localize) continue;  // the planner judges those
     if (!rr.finished) continue;                 // cut short: run again on resume, judged there
     const auto collateral = collateral_of(rr, lost);
-    auto spared = [&](int rank, const std::string& test) { return collateral.count(rank) && group_check(test); };
+    // A group that overran while waiting for some of its members: one finding names them, and
+    // every member's timeout in that check (and a member left unfinished) is its consequence.
+    std::set<std::pair<int, std::string>> behind_spared;
+    std::set<int> behind_groups;
+    for (auto& b : find_behind(rr)) {
+      for (int m : b.members) behind_spared.insert({m, b.test}), behind_groups.insert(m);
+      out.push_back(behind_finding(b));
+    }
+    auto spared = [&](int rank, const std::string& test) {
+      return (collateral.count(rank) && group_check(test)) || behind_spared.count({rank, test});
+    };
     for (const auto& r : rr.results) {
       if (!bad(r.status) || spared(r.rank, r.test)) continue;
       // Workers stamp the entity; a record without one (read back from a hand-edited file) is the rank's.
@@ -151,7 +170,7 @@ std::vector<Finding> judge_plan(int expected_ranks, const std::vector<RankFate>&
         add(bad_by, code_for(e.status), ent, describe(e.test, e.status, ent, e.host, e.reason), e);
       }
     for (int r : rr.missing) {
-      if (lost.count(r)) continue;  // already a rank.lost finding
+      if (lost.count(r) || behind_groups.count(r)) continue;  // already a rank.lost or group.behind finding
       if (collateral.count(r) && std::any_of(rr.round.tests.begin(), rr.round.tests.end(),
                                              [](const auto& t) { return group_check(t.key); }))
         continue;  // hung in a collective with a rank that was gone

@@ -37,6 +37,9 @@ struct RoundRecord {
   std::vector<CheckEnd> ends;
   std::uint64_t result_count = 0;                              // every result of the round
   std::map<std::string, std::map<std::string, std::uint64_t>> by_test;  // test -> status -> results
+  // Each rank's last reported progress in this round (live campaigns only): who a group that
+  // overran was waiting for (analysis/behind.hpp).
+  std::map<int, proto::RankProgress> progress;
   // False when the round was cut short (the coordinator died, the disk failed, a signal, the job
   // ended): its records stay in results.jsonl but prove nothing, and kiln resume runs it again.
   bool finished = true;

@@ -16,6 +16,17 @@ wait_for() {
   return 1
 }
 
+# local_worker KILN_PID LOCAL_RANK: the pid of the kiln-worker of that local rank under the
+# campaign's mpirun (empty when none).
+local_worker() {
+  local mpirun_pid p found=""
+  mpirun_pid=$(pgrep -P "$1" mpirun | head -1)
+  for p in $(pgrep -P "$mpirun_pid" -f kiln-worker); do
+    tr '\0' '\n' < "/proc/$p/environ" | grep -qx "OMPI_COMM_WORLD_LOCAL_RANK=$2" && found=$p
+  done
+  echo "$found"
+}
+
 # acked STDERR: how many records the coordinator had on disk and acknowledged, by its last
 # debug line (KILN_LOG_LEVEL=debug); 0 when none.
 acked() {

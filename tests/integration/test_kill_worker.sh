@@ -12,11 +12,7 @@ if ! wait_for "$TMP/run.err" "round 4: mpi" 120; then
 fi
 # The worker ranks are mpirun's children; take local rank 2 (not the node agent, local rank 0, whose
 # death takes its node's ranks with it) and read its rank from its environment.
-mpirun_pid=$(pgrep -P $pid mpirun | head -1)
-victim=""
-for p in $(pgrep -P "$mpirun_pid" -f kiln-worker); do
-  tr '\0' '\n' < "/proc/$p/environ" | grep -qx 'OMPI_COMM_WORLD_LOCAL_RANK=2' && victim=$p
-done
+victim=$(local_worker $pid 2)
 [ -n "$victim" ] || { bad "no worker with local rank 2"; kill $pid; finish; }
 rank=$(tr '\0' '\n' < "/proc/$victim/environ" | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
 acked_before=$(acked "$TMP/run.err")

@@ -179,6 +179,23 @@ TEST_CASE("record batches refuse what a results.jsonl line could not be", "[prot
   CHECK(std::holds_alternative<Heartbeat>(decode_worker_payload(R"({"type":"heartbeat","ts":0})")));
 }
 
+TEST_CASE("heartbeats carry each rank's progress, and a worker without it still parses", "[protocol]") {
+  Heartbeat h{3.5, {{4, "mpi.all_reduce", 2, 17, 1}, {5, "", -1, 0, -1}}};
+  const auto back = unwrap<Heartbeat>(json::parse(wrap(h).dump()));
+  CHECK(back.progress == h.progress);
+  CHECK_FALSE(wrap(Heartbeat{1.0}).contains("progress"));  // an idle link's heartbeat stays as it was
+  const auto old = std::get<Heartbeat>(decode_worker_payload(R"({"type":"heartbeat","ts":7})"));
+  CHECK(old.progress.empty());
+  CHECK(old.ts == 7);
+  CHECK_THROWS_AS(decode_worker_payload(R"({"type":"heartbeat","ts":0,"progress":{"rank":1}})"), ProtocolError);
+  CHECK_THROWS_AS(decode_worker_payload(R"({"type":"heartbeat","ts":0,"progress":[{"rank":-2}]})"), ProtocolError);
+  CHECK_THROWS_AS(decode_worker_payload(R"({"type":"heartbeat","ts":0,"progress":[{"rank":1,"waiting_on":-5}]})"),
+                  ProtocolError);
+  const std::string long_key(kMaxCheckKey + 1, 'k');
+  const json too_long = {{"type", "heartbeat"}, {"progress", {{{"rank", 1}, {"check", long_key}}}}};
+  CHECK_THROWS_AS(decode_worker_payload(too_long.dump()), ProtocolError);
+}
+
 TEST_CASE("a round's groups travel as runs, and a connection gets only its own", "[protocol]") {
   CHECK(encode_group(3, {0, 1, 2, 3, 7, 9, 10, 11}) == "[3,[[0,3],7,[9,11]]]");
   CHECK(encode_group(0, {5, 6}) == "[0,[5,6]]");
