@@ -19,6 +19,8 @@ bool contains_sorted(const std::vector<int>& v, int x) {
 // rounds); slow is a pair record or a slow group. An unknown verdict adds nothing.
 void Planner::Impl::record_group(const std::vector<int>& g, std::int64_t round, double figure,
                                  const Judgement& j) {
+  if (g.size() == 2 && j.verdict != Verdict::Unknown)
+    pair_tests.push_back({g[0], g[1], round, j.verdict == Verdict::Slow, j.slowness});
   if (j.verdict == Verdict::Fast) {
     record_fast(g, round, figure);
     history.add(static_cast<int>(g.size()), cfg.size_bytes,
@@ -90,7 +92,7 @@ void Planner::Impl::reevaluate_nodes(std::int64_t round) {
     bool changed = false;
     for (int u = 0; u < n; ++u) {
       auto& d = nodes[u];
-      if (d.lost || d.slow_pairs.empty()) continue;
+      if (d.lost || d.slow_switch >= 0 || d.slow_pairs.empty()) continue;
       std::vector<int> partners;
       for (const auto& s : d.slow_pairs)
         if (good(s.partner)) partners.push_back(s.partner);
@@ -117,7 +119,7 @@ std::vector<int> Planner::Impl::nodes_needing_test() const {
   std::vector<int> out;
   for (int u = 0; u < n; ++u) {
     const auto& d = nodes[u];
-    if (d.lost || d.bad || d.fast > 0 || d.item >= 0 || d.unresolved) continue;
+    if (!active(u) || d.fast > 0 || d.item >= 0 || d.unresolved) continue;
     out.push_back(u);
   }
   return out;

@@ -196,6 +196,7 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
     s.record_group(plan.groups[i], plan.id, out[i]->value.value_or(0.0), judged[i]);
   }
 
+  s.evaluate_switches(plan.id);
   s.reevaluate_nodes(plan.id);
   for (auto& [id, res] : item_results)
     if (!items_with_lost.count(id) && s.search.items.count(id)) strategy::observe_split(s, id, res);

@@ -51,6 +51,7 @@ struct NodeData {
   std::int64_t lost_round = -1;
   bool unresolved = false;           // ran out of resolution tests
   int item = -1;                     // search item holding this node, -1 none
+  int slow_switch = -1;              // index of the slow switch (topology) it sits under, -1 none
 };
 
 // Candidate slow link between two nodes that are each fine with other partners.
@@ -62,6 +63,22 @@ struct LinkData {
   bool cleared = false;
   std::int64_t confirmed_round = -1;
   int retests = 0;
+};
+
+// One pair test, fast or slow, as the switch verdicts read them (evidence_switch.cpp).
+struct PairTest {
+  int a, b;
+  std::int64_t round;
+  bool slow;
+  double slowness;
+};
+
+// A switch (or the path between two) whose crossing traffic is slow while traffic inside is not.
+struct SwitchVerdict {
+  std::string id;           // leaf name, or "leafA<->leafB" for the path between two leaves
+  std::vector<int> leaves;  // indices into topology
+  std::int64_t round = -1;
+  nlohmann::json evidence;
 };
 
 struct SlowGroup {
@@ -108,6 +125,8 @@ struct Evidence {
   std::vector<NodeData> nodes;                     // per node, indexed by node
   std::map<std::pair<int, int>, LinkData> links;   // link candidates, keyed (low, high)
   std::vector<SlowGroup> slow_groups;              // slow groups of more than two
+  std::vector<PairTest> pair_tests;                // every judged pair test, in order
+  std::vector<SwitchVerdict> slow_switches;        // switches whose crossing traffic is slow
   std::vector<int> clean_cover;                    // members of the largest fast group, sorted
   History history;                                 // fast figures, the baseline of later rounds
 };
@@ -177,6 +196,12 @@ struct Story {
   std::vector<std::string> early_notes;  // conclusions before any round was observed
 };
 
+// evidence_switch.cpp: a switch verdict's evidence and finding, shared with strategy_exact.cpp.
+nlohmann::json switch_evidence(int inside, int inside_slow, int cross, int cross_slow, double slowness);
+SwitchVerdict uplink_verdict(const std::vector<Switch>& topo, std::vector<int> leaves, std::int64_t round,
+                             nlohmann::json ev);
+kiln::Finding switch_finding(const SwitchVerdict& v);
+
 struct Planner::Impl : Setup, Evidence {
   // One stream for every shuffle, drawn in the order the strategies run, so a seed replays a
   // campaign exactly.
@@ -192,8 +217,8 @@ struct Planner::Impl : Setup, Evidence {
   Impl(int n_, PlannerConfig c, std::vector<Switch> topo, std::vector<std::string> nm);
 
   // planner.cpp
-  bool good(int u) const { return !nodes[u].lost && !nodes[u].bad && nodes[u].fast > 0; }
-  bool active(int u) const { return !nodes[u].lost && !nodes[u].bad; }
+  bool good(int u) const { return active(u) && nodes[u].fast > 0; }
+  bool active(int u) const { return !nodes[u].lost && !nodes[u].bad && nodes[u].slow_switch < 0; }
   std::string name(int u) const;
   std::string link_id(int a, int b) const;
   void note(const std::string& s);
@@ -214,6 +239,10 @@ struct Planner::Impl : Setup, Evidence {
   void update_link(int a, int b);
   void count_link_votes();
   void update_links();
+
+  // evidence_switch.cpp
+  void evaluate_switches(std::int64_t round);
+  std::vector<kiln::Finding> switch_findings() const;
 
   // strategy_split.cpp: search items, which the screen and certification open as well
   int add_item(Item it);

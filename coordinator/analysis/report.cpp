@@ -38,6 +38,7 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
     return out;
   }
 
+  out = switch_findings();
   std::vector<char> on_bad_switch(static_cast<std::size_t>(n), 0);
   for (const auto& sw : topology) {
     int bad = 0, present = 0;

@@ -249,6 +249,34 @@ kiln::Finding node_finding(const Planner::Impl& s, const ExactStats& st, const n
                             std::clamp(1.0 - std::pow(0.2, slow), 0.5, 0.999));
 }
 
+// Leaves whose every crossing pair is slow while every pair inside is not: the leaf's uplink, not
+// its nodes (with two leaves, the path between them: which uplink it is cannot be told).
+std::vector<SwitchVerdict> exact_switches(const Planner::Impl& s, const ExactStats& st) {
+  std::vector<SwitchVerdict> out;
+  if (s.topology.size() < 2) return out;
+  std::vector<int> leaf(static_cast<std::size_t>(s.n), -1);
+  for (std::size_t i = 0; i < s.topology.size(); ++i)
+    for (int u : s.topology[i].nodes)
+      if (u >= 0 && u < s.n && leaf[u] < 0) leaf[u] = static_cast<int>(i);
+  for (int i = 0; i < static_cast<int>(s.topology.size()); ++i) {
+    int cross = 0, cross_slow = 0, inside = 0, inside_slow = 0;
+    std::vector<double> slowness;
+    for (const auto& [key, p] : st.pairs) {
+      const int la = leaf[key.first], lb = leaf[key.second];
+      if (la != i && lb != i) continue;
+      if (la == lb) ++inside, inside_slow += p.slow ? 1 : 0;
+      else ++cross, cross_slow += p.slow ? 1 : 0, slowness.push_back(std::exp(p.med - st.baseline));
+    }
+    if (inside == 0 || inside_slow > 0 || cross < 2 || cross_slow < cross) continue;
+    std::vector<int> leaves = {i};
+    if (s.topology.size() == 2) leaves.push_back(1 - i);
+    out.push_back(uplink_verdict(s.topology, leaves, s.exact.done_round,
+                                 switch_evidence(inside, inside_slow, cross, cross_slow, median(slowness))));
+    if (s.topology.size() == 2) break;
+  }
+  return out;
+}
+
 }  // namespace
 
 // A pair of two nodes not slow themselves is a slow link when its median is slow; a pair still
@@ -259,12 +287,20 @@ std::vector<kiln::Finding> Planner::Impl::exact_findings() const {
                                 {"method", "every pair, repeated"}, {"confirmed_round", exact.done_round}};
   if (st.pairs.size() == 1) return two_node_findings(*this, st, basis);
   std::vector<kiln::Finding> out;
-  const auto bad = slow_nodes(*this, st);
+  std::vector<char> under(static_cast<std::size_t>(n), 0);  // under a slow switch: no node or link finding
+  for (const auto& v : exact_switches(*this, st)) {
+    out.push_back(switch_finding(v));
+    for (int l : v.leaves)
+      for (int u : topology[static_cast<std::size_t>(l)].nodes)
+        if (u >= 0 && u < n) under[u] = 1;
+  }
+  auto bad = slow_nodes(*this, st);
+  std::erase_if(bad, [&](int u) { return under[u] != 0; });
   for (int u : bad) out.push_back(node_finding(*this, st, basis, u));
   auto is_bad = [&](int u) { return std::find(bad.begin(), bad.end(), u) != bad.end(); };
   for (const auto& [key, p] : st.pairs) {
     const auto [a, b] = key;
-    if (is_bad(a) || is_bad(b) || !(p.slow || p.undecided)) continue;
+    if (is_bad(a) || is_bad(b) || under[a] || under[b] || !(p.slow || p.undecided)) continue;
     auto ev = with_pairs(basis, {pair_json(*this, key, p, st.baseline)});
     if (p.slow && fine_elsewhere(st, a, key) && fine_elsewhere(st, b, key)) {
       out.push_back(kiln::make_finding(kiln::Code::LinkSlow, {"link", link_id(a, b)},

@@ -29,7 +29,16 @@ struct Small {
   double noise = 0.05;
   int down = -1;  // node that stops answering from round 2
   std::uint64_t seed = 1;
+  std::vector<std::vector<int>> leaves;  // topology: leaf<i> and its nodes
+  int slow_leaf = -1;                    // pairs with exactly one end in this leaf are slow
 };
+
+bool crosses_slow_leaf(const Small& m, int a, int b) {
+  if (m.slow_leaf < 0) return false;
+  const auto& l = m.leaves[static_cast<std::size_t>(m.slow_leaf)];
+  const bool ia = std::count(l.begin(), l.end(), a) > 0, ib = std::count(l.begin(), l.end(), b) > 0;
+  return ia != ib;
+}
 
 struct Result {
   std::set<std::pair<std::string, std::string>> found;  // (code, entity id)
@@ -43,7 +52,9 @@ Result run(const Small& m) {
   std::normal_distribution<double> z(0.0, 1.0);
   PlannerConfig cfg;
   cfg.seed = m.seed;
-  Planner p(m.n, cfg);
+  std::vector<kiln::analysis::Switch> topo;
+  for (std::size_t i = 0; i < m.leaves.size(); ++i) topo.push_back({"leaf" + std::to_string(i + 1), m.leaves[i]});
+  Planner p(m.n, cfg, topo);
   Result r;
   while (auto plan = p.next()) {
     std::vector<GroupOutcome> out;
@@ -53,7 +64,8 @@ Result run(const Small& m) {
       ++r.tests[key];
       GroupOutcome o;
       o.members = g;
-      const bool slow = m.bad.count(g[0]) || m.bad.count(g[1]) || m.links.count(key);
+      const bool slow = m.bad.count(g[0]) || m.bad.count(g[1]) || m.links.count(key) ||
+                        crosses_slow_leaf(m, g[0], g[1]);
       if (m.down >= 0 && plan->id >= 2 && (g[0] == m.down || g[1] == m.down)) o.missing = {m.down};
       else o.value = 2.0 * (slow ? m.factor : 1.0) * std::exp(m.noise * z(rng));
       out.push_back(std::move(o));
@@ -129,4 +141,29 @@ TEST_CASE("exact: turned off with exact_below = 0", "[analysis][exact]") {
   const auto plan = p.next();
   REQUIRE(plan);
   CHECK(plan->reason.rfind("screen", 0) == 0);
+}
+
+TEST_CASE("exact: two leaves of three with a slow uplink are one switch finding on the path", "[analysis][exact]") {
+  for (std::uint64_t seed : {1, 2, 3}) {
+    Small m;
+    m.seed = seed;
+    m.leaves = {{0, 1, 2}, {3, 4, 5}};
+    m.slow_leaf = 1;
+    const auto r = run(m);
+    CHECK(r.found == expect({{"switch.slow", "leaf1<->leaf2"}}));
+    REQUIRE(r.findings.size() == 1);
+    CHECK(r.findings[0].evidence["crossing"]["slow"] == 9);
+    CHECK(r.findings[0].evidence["inside"]["slow"] == 0);
+  }
+}
+
+TEST_CASE("exact: three leaves, one uplink slow: the switch is named, its nodes are not", "[analysis][exact]") {
+  Small m;
+  m.n = 7;
+  m.leaves = {{0, 1}, {2, 3}, {4, 5, 6}};
+  m.slow_leaf = 2;
+  CHECK(run(m).found == expect({{"switch.slow", "leaf3"}}));
+  m.slow_leaf = -1;
+  m.bad = {4};  // a slow node under a leaf is still a node: pairs inside its leaf are slow too
+  CHECK(run(m).found == expect({{"node.slow", "node4"}}));
 }

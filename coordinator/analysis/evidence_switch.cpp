@@ -1,0 +1,158 @@
+// Switch verdicts: slowness shared by a leaf is its switch's (or uplink's), not its nodes'. A leaf
+// whose members are slow with partners across its uplink, each repeatedly, while
+// the pairs inside the leaf are fast, is one switch.slow finding; its nodes leave the search and get
+// no node or link finding. With two leaves the evidence cannot say whose uplink it is, so the finding
+// names the path, "leafA<->leafB". docs/localization.md, "Switches and uplinks".
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "common/findings.hpp"
+#include "coordinator/analysis/planner_impl.hpp"
+
+namespace kiln::analysis {
+
+namespace {
+
+struct LeafStats {
+  int present = 0;       // members not lost and not known bad
+  int qualifying = 0;    // members with >= votes slow pair tests across the uplink
+  int cross = 0, cross_slow = 0;
+  int inside = 0, inside_slow = 0;
+  std::set<int> slow_into;   // other leaves that slow crossing pairs lead into
+  std::vector<double> cross_slowness;
+  double rate() const { return cross > 0 ? static_cast<double>(cross_slow) / cross : 0.0; }
+};
+
+// Leaf index of every node (-1: under no listed switch).
+std::vector<int> leaf_index(const Planner::Impl& s) {
+  std::vector<int> leaf(static_cast<std::size_t>(s.n), -1);
+  for (std::size_t i = 0; i < s.topology.size(); ++i)
+    for (int u : s.topology[i].nodes)
+      if (u >= 0 && u < s.n && leaf[u] < 0) leaf[u] = static_cast<int>(i);
+  return leaf;
+}
+
+// A member counts however it was judged so far (a congested leaf's nodes look slow); a partner
+// across the uplink only when it is not itself a slow node.
+bool usable(const Planner::Impl& s, int u) { return !s.nodes[u].lost && s.nodes[u].slow_switch < 0; }
+
+// Pair tests touching leaf i, leaving out pairs with an end under a leaf already found slow.
+LeafStats leaf_stats(const Planner::Impl& s, const std::vector<int>& leaf, int i,
+                     const std::vector<char>& declared) {
+  LeafStats st;
+  std::map<int, int> slow_across;  // member -> slow pair tests across the uplink
+  for (const auto& t : s.pair_tests) {
+    if (!usable(s, t.a) || !usable(s, t.b)) continue;
+    const int la = leaf[t.a], lb = leaf[t.b];
+    if (la < 0 || lb < 0 || (la != i && lb != i)) continue;
+    if (declared[la] || declared[lb]) continue;
+    if (la == lb) {
+      ++st.inside, st.inside_slow += t.slow ? 1 : 0;
+      continue;
+    }
+    ++st.cross;
+    if (!t.slow) continue;
+    ++st.cross_slow;
+    st.cross_slowness.push_back(t.slowness);
+    const int in = la == i ? t.a : t.b, out = la == i ? t.b : t.a;
+    if (!s.nodes[out].bad) ++slow_across[in], st.slow_into.insert(leaf[out]);
+  }
+  for (int u : s.topology[static_cast<std::size_t>(i)].nodes)
+    if (u >= 0 && u < s.n && usable(s, u)) ++st.present;
+  for (const auto& [u, k] : slow_across)
+    if (k >= s.cfg.votes) ++st.qualifying;
+  return st;
+}
+
+// Slow across the uplink: at least two members (and half of those present) slow repeatedly with
+// partners across it (a retested link candidate counts: a congested uplink makes links look slow),
+// crossing pairs slow often and into more than one other leaf (slow pairs that all lead into one
+// leaf are that leaf's; with two leaves there is no telling), and pairs inside mostly fast.
+bool uplink_slow(const LeafStats& st, std::size_t leaves) {
+  return st.present >= 2 && st.qualifying >= std::max(2, (st.present + 1) / 2) && st.rate() >= 0.3 &&
+         st.inside_slow * 4 <= st.inside && (leaves == 2 || st.slow_into.size() >= 2);
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+nlohmann::json switch_evidence(int inside, int inside_slow, int cross, int cross_slow, double slowness) {
+  return {{"inside", {{"pair_tests", inside}, {"slow", inside_slow}}},
+          {"crossing", {{"pair_tests", cross}, {"slow", cross_slow},
+                        {"median_slowness", std::isfinite(slowness) ? nlohmann::json(slowness) : "timeout"}}}};
+}
+
+SwitchVerdict uplink_verdict(const std::vector<Switch>& topo, std::vector<int> leaves, std::int64_t round,
+                             nlohmann::json ev) {
+  SwitchVerdict v;
+  std::sort(leaves.begin(), leaves.end());
+  for (int l : leaves) v.id += (v.id.empty() ? "" : "<->") + topo[static_cast<std::size_t>(l)].name;
+  v.leaves = std::move(leaves);
+  v.round = round;
+  v.evidence = std::move(ev);
+  return v;
+}
+
+// After each round: declare the leaves whose crossing traffic is slow, worst first; a leaf whose
+// slow crossings all lead into a declared leaf is explained by it.
+void Planner::Impl::evaluate_switches(std::int64_t round) {
+  if (topology.size() < 2) return;
+  const auto leaf = leaf_index(*this);
+  std::vector<char> declared(topology.size(), 0);
+  for (const auto& v : slow_switches)
+    for (int l : v.leaves) declared[l] = 1;
+  for (;;) {
+    int best = -1;
+    LeafStats best_st;
+    for (int i = 0; i < static_cast<int>(topology.size()); ++i) {
+      if (declared[i]) continue;
+      auto st = leaf_stats(*this, leaf, i, declared);
+      if (uplink_slow(st, topology.size()) && (best < 0 || st.rate() > best_st.rate())) best = i, best_st = std::move(st);
+    }
+    if (best < 0) return;
+    std::vector<int> leaves = {best};
+    if (topology.size() == 2) leaves.push_back(1 - best);  // two leaves: whose uplink is unknowable
+    auto ev = switch_evidence(best_st.inside, best_st.inside_slow, best_st.cross, best_st.cross_slow,
+                              median_of(best_st.cross_slowness));
+    slow_switches.push_back(uplink_verdict(topology, leaves, round, std::move(ev)));
+    const int idx = static_cast<int>(slow_switches.size()) - 1;
+    std::vector<std::string> members;
+    for (int l : leaves) {
+      declared[l] = 1;
+      for (int u : topology[l].nodes)
+        if (u >= 0 && u < n && !nodes[u].lost) {
+          nodes[u].slow_switch = idx, nodes[u].bad = false;
+          members.push_back(name(u));
+        }
+    }
+    slow_switches.back().evidence["nodes"] = members;
+    note(slow_switches.back().id + ": slow across the uplink, fast inside: slow switch, its nodes leave the search");
+  }
+}
+
+kiln::Finding switch_finding(const SwitchVerdict& v) {
+  auto ev = v.evidence;
+  ev["confirmed_round"] = v.round;
+  const auto& c = ev["crossing"];
+  const auto& in = ev["inside"];
+  return kiln::make_finding(
+      kiln::Code::SwitchSlow, {"switch", v.id},
+      "traffic across the uplink of " + v.id + " is slow (" + c["slow"].dump() + " of " + c["pair_tests"].dump() +
+          " crossing pair tests) while pairs inside are fast (" + in["slow"].dump() + " of " +
+          in["pair_tests"].dump() + " slow)",
+      std::move(ev), 0.9);
+}
+
+std::vector<kiln::Finding> Planner::Impl::switch_findings() const {
+  std::vector<kiln::Finding> out;
+  for (const auto& v : slow_switches) out.push_back(switch_finding(v));
+  return out;
+}
+
+}  // namespace kiln::analysis
