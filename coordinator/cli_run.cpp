@@ -19,6 +19,7 @@
 #include "coordinator/cli.hpp"
 #include "coordinator/expectations.hpp"
 #include "coordinator/launcher.hpp"
+#include "coordinator/report.hpp"
 #include "coordinator/store.hpp"
 
 namespace kiln::cli {
@@ -348,16 +349,19 @@ std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::Com
     return std::string("--listen: ") + e.what();
   }
   o.advertise_host = c.advertise;
-  o.localize = [lo = c.localize](coord::Campaign& camp) {
-    auto out = coord::localize(camp, lo);
-    return std::make_pair(out.findings, localization_section(lo, out));
-  };
   // Absolute, so that kiln resume finds the same binary from anywhere.
   o.worker = fs::absolute(c.worker.empty() ? self_dir() / "kiln-worker" : fs::path(c.worker));
   if (c.launcher != "none" && !fs::exists(o.worker)) return "worker binary " + o.worker.string() + " not found (use --worker)";
   c.worker = o.worker.string();
   if (c.launcher == "slurm")
     if (auto e = plan_slurm(c, o, runner, plan); !e.empty()) return e;
+  // After plan_slurm, which fills o.leaves from SLURM's topology: the planner names switches.
+  coord::LocalizeOptions lo = c.localize;
+  lo.leaves = coord::leaves_of(o.leaves);
+  o.localize = [lo](coord::Campaign& camp) {
+    auto out = coord::localize(camp, lo);
+    return std::make_pair(out.findings, localization_section(lo, out));
+  };
   RunConfig kept = c;
   o.spec = {{"config", kept}};
   return "";

@@ -32,6 +32,20 @@ Units choose_units(const std::map<int, RankState>& ranks, const std::string& by)
   return u;
 }
 
+std::vector<analysis::Switch> unit_switches(const Units& units, const LocalizeOptions& opts) {
+  if (!opts.topology.empty() || units.kind != "node") return opts.topology;
+  std::map<std::string, int> unit_of;
+  for (std::size_t i = 0; i < units.names.size(); ++i) unit_of[units.names[i]] = static_cast<int>(i);
+  std::vector<analysis::Switch> out;
+  for (const auto& [leaf, hosts] : opts.leaves) {
+    analysis::Switch sw{leaf, {}};
+    for (const auto& h : hosts)
+      if (auto it = unit_of.find(h); it != unit_of.end()) sw.nodes.push_back(it->second);
+    if (!sw.nodes.empty()) out.push_back(std::move(sw));
+  }
+  return out;
+}
+
 LocalizeOutcome localize(Campaign& campaign, const LocalizeOptions& opts) {
   LocalizeOutcome result;
   if (opts.by == "off") {
@@ -56,7 +70,7 @@ LocalizeOutcome localize(Campaign& campaign, const LocalizeOptions& opts) {
   cfg.outliers.rel_cutoff = opts.rel_cutoff;
   cfg.mode = opts.mode == "full" ? analysis::Mode::Full : analysis::Mode::Adaptive;
   cfg.size_bytes = opts.size_bytes;
-  analysis::Planner planner(static_cast<int>(units.names.size()), cfg, opts.topology, units.names);
+  analysis::Planner planner(static_cast<int>(units.names.size()), cfg, unit_switches(units, opts), units.names);
   // One message size: whichever size parameters the check declares all get it.
   nlohmann::json params = {{"deadline_s", opts.deadline_s}};
   for (const auto& ps : find_check(opts.test)->params)

@@ -2,6 +2,7 @@
 // (node or rank) per planner index, and turns its conclusions into findings with the story.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,10 @@ struct LocalizeOptions {
   int votes = 2;
   double rel_cutoff = 0.8;             // slow when below this fraction of the expected busbw
   std::string mode = "adaptive";       // adaptive | full
-  std::vector<analysis::Switch> topology;
+  std::vector<analysis::Switch> topology;  // given as planner indices; when empty, built from leaves
+  // SLURM's leaf switches and the hosts under each ({"leaf1": [hosts], ...}, CampaignOptions::leaves).
+  // Localizing by node, each leaf becomes a planner Switch over the units of its hosts.
+  std::map<std::string, std::vector<std::string>> leaves;
 };
 
 struct LocalizeOutcome {
@@ -41,6 +45,9 @@ struct Units {
   std::vector<int> rank_of;         // the rank that runs the tests for each unit
 };
 Units choose_units(const std::map<int, RankState>& ranks, const std::string& by);
+// The planner's switches: opts.topology when set; else, by node, each leaf over its hosts' units
+// (hosts not among the units are left out, and so is a leaf with none); by rank, none.
+std::vector<analysis::Switch> unit_switches(const Units& units, const LocalizeOptions& opts);
 
 LocalizeOutcome localize(Campaign& campaign, const LocalizeOptions& opts);
 
