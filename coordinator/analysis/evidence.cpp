@@ -86,20 +86,23 @@ void Planner::Impl::mark_lost(int u, std::int64_t round) {
 // more of them than it was ever fast. A slow pair whose two ends are both fine elsewhere says
 // nothing against either node: it is a link candidate (below).
 void Planner::Impl::reevaluate_nodes(std::int64_t round) {
+  mark_intermittent(round);
   // Whether a partner counts as known-good depends on the other verdicts, so settle them together;
   // a verdict whose partners later turn out bad is withdrawn.
   for (int pass = 0; pass < 4; ++pass) {
     bool changed = false;
     for (int u = 0; u < n; ++u) {
       auto& d = nodes[u];
-      if (d.lost || d.slow_switch >= 0 || d.slow_pairs.empty()) continue;
+      if (d.lost || d.slow_switch >= 0 || d.intermittent || d.slow_pairs.empty()) continue;
       std::vector<int> partners;
       for (const auto& s : d.slow_pairs)
         if (good(s.partner)) partners.push_back(s.partner);
       std::sort(partners.begin(), partners.end());
       partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
       const int distinct = static_cast<int>(partners.size());
-      const bool bad = distinct >= cfg.votes && distinct > d.fast;
+      // A node seen fast before needs one vote more: a watched node gets extra pair tests, and two
+      // slow ones of them are within what stragglers do.
+      const bool bad = distinct >= cfg.votes + (d.fast > 0 ? 1 : 0) && distinct > d.fast;
       if (bad == d.bad) continue;
       changed = true;
       d.bad = bad;
@@ -115,11 +118,15 @@ void Planner::Impl::reevaluate_nodes(std::int64_t round) {
   }
 }
 
+// Never seen fast, or seen fast but slow with a clean partner since (watched): a node seen fast
+// once is not known-good for good.
 std::vector<int> Planner::Impl::nodes_needing_test() const {
   std::vector<int> out;
+  const auto rec = pair_records();
   for (int u = 0; u < n; ++u) {
     const auto& d = nodes[u];
-    if (!active(u) || d.fast > 0 || d.item >= 0 || d.unresolved) continue;
+    if (!active(u) || d.item >= 0 || d.unresolved) continue;
+    if (d.fast > 0 && !watched(u, rec[u])) continue;
     out.push_back(u);
   }
   return out;

@@ -52,6 +52,15 @@ struct NodeData {
   bool unresolved = false;           // ran out of resolution tests
   int item = -1;                     // search item holding this node, -1 none
   int slow_switch = -1;              // index of the slow switch (topology) it sits under, -1 none
+  bool intermittent = false;         // bad because slow in some tests with clean partners, fast in others
+};
+
+// A node's pair tests (evidence_intermittent.cpp): tests that say something about it, the slow
+// ones among them (partner clean: slow with nobody else) and their distinct partners.
+struct PairRecord {
+  int tests = 0;
+  int slow = 0;
+  int distinct = 0;
 };
 
 // Candidate slow link between two nodes that are each fine with other partners.
@@ -240,6 +249,12 @@ struct Planner::Impl : Setup, Evidence {
   void count_link_votes();
   void update_links();
 
+  // evidence_intermittent.cpp
+  std::vector<PairRecord> pair_records() const;
+  bool watched(int u, const PairRecord& r) const;   // fast once, slow with a clean partner: test again
+  bool intermittent_unresolved(int u, const PairRecord& r) const;
+  void mark_intermittent(std::int64_t round);
+
   // evidence_switch.cpp
   void evaluate_switches(std::int64_t round);
   std::vector<kiln::Finding> switch_findings() const;
@@ -256,6 +271,8 @@ struct Planner::Impl : Setup, Evidence {
   // report.cpp
   std::vector<kiln::Finding> make_findings() const;
   kiln::Finding lost_finding(int u) const;
+  kiln::Finding intermittent_finding(int u, kiln::Code code, const PairRecord& r, const std::string& more,
+                                     double conf) const;
 };
 
 }  // namespace kiln::analysis

@@ -28,6 +28,24 @@ kiln::Finding Planner::Impl::lost_finding(int u) const {
                             {{"lost_round", nodes[u].lost_round}}, 1.0);
 }
 
+// A node slow in some pair tests with clean partners and fast in others.
+kiln::Finding Planner::Impl::intermittent_finding(int u, kiln::Code code, const PairRecord& r,
+                                                  const std::string& more, double conf) const {
+  const double rate = r.tests > 0 ? static_cast<double>(r.slow) / r.tests : 0.0;
+  nlohmann::json slow = nlohmann::json::array();
+  for (const auto& s : nodes[u].slow_pairs)
+    slow.push_back({{"round", s.round}, {"partner", name(s.partner)}, {"figure", s.figure},
+                    {"slowness", finite(s.slowness)}});
+  return kiln::make_finding(
+      code, {"node", name(u)},
+      name(u) + " is intermittently slow (" + std::to_string(r.slow) + " of " + std::to_string(r.tests) +
+          " tests)" + more,
+      {{"intermittent", true}, {"slow_rate", rate}, {"tests", r.tests}, {"slow_tests", r.slow},
+       {"distinct_partners", r.distinct}, {"slow_pair_tests", slow}, {"fast_tests", nodes[u].fast},
+       {"confirmed_round", nodes[u].bad_round}},
+      conf);
+}
+
 std::vector<kiln::Finding> Planner::Impl::make_findings() const {
   std::vector<kiln::Finding> out;
   if (exact.active) {
@@ -57,6 +75,7 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
                                      {{"nodes", members}}, 0.9));
   }
 
+  const auto rec = pair_records();
   for (int u = 0; u < n; ++u) {
     const auto& d = nodes[u];
     if (d.lost) {
@@ -74,6 +93,10 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
     }
     std::sort(partners.begin(), partners.end());
     partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
+    if (d.intermittent) {
+      out.push_back(intermittent_finding(u, kiln::Code::NodeSlow, rec[u], "", 0.9));
+      continue;
+    }
     out.push_back(kiln::make_finding(
         kiln::Code::NodeSlow, {"node", name(u)},
         name(u) + " is slow with " + std::to_string(partners.size()) + " distinct known-good partners",
@@ -86,6 +109,11 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
   for (int u = 0; u < n; ++u) {
     const auto& d = nodes[u];
     if (!active(u)) continue;
+    if (intermittent_unresolved(u, rec[u])) {
+      out.push_back(intermittent_finding(u, kiln::Code::LocalizeUnresolved, rec[u],
+                                         ": too few tests to decide; test it again with known-good partners", 0.5));
+      continue;
+    }
     const bool never_cleared = d.fast == 0;
     if (!d.unresolved && !(book.out_of_rounds && never_cleared)) continue;
     nlohmann::json slow = nlohmann::json::array();

@@ -1,0 +1,71 @@
+// Intermittent nodes: one fast result does not make a node known-good for good. Every pair test a
+// node was in is counted, and a slow one counts against it when the partner was clean (slow with
+// nobody else). A node slow again and again with clean partners while also fast is intermittently
+// slow: node.slow with the rate observed, or, short of enough tests, localize.unresolved naming it.
+// docs/localization.md, "Intermittent faults".
+#include <algorithm>
+#include <set>
+
+#include "coordinator/analysis/planner_impl.hpp"
+
+namespace kiln::analysis {
+
+namespace {
+
+// Slow pair tests with clean partners before a node is intermittently slow; fewer (but two, with
+// distinct partners: a watched node) when the tests run out is an unresolved finding. Noise makes a pair slow in
+// about 1% of tests: four of a handful of tests is far beyond it.
+constexpr int kIntermittentSlow = 4;
+
+}  // namespace
+
+std::vector<PairRecord> Planner::Impl::pair_records() const {
+  std::vector<int> slow_tests(static_cast<std::size_t>(n), 0);
+  for (const auto& t : pair_tests)
+    if (t.slow) ++slow_tests[t.a], ++slow_tests[t.b];
+  std::vector<PairRecord> rec(static_cast<std::size_t>(n));
+  std::vector<std::set<int>> partners(static_cast<std::size_t>(n));
+  for (const auto& t : pair_tests) {
+    for (auto [u, v] : {std::pair{t.a, t.b}, std::pair{t.b, t.a}}) {
+      auto& r = rec[u];
+      if (!t.slow) {
+        ++r.tests;
+        continue;
+      }
+      // A partner slow with others as well may be the slow one: the test says nothing about u.
+      const int others = slow_tests[v] - 1;
+      if (nodes[v].bad || others > 0) continue;
+      ++r.tests, ++r.slow;
+      partners[u].insert(v);
+    }
+  }
+  for (int u = 0; u < n; ++u) rec[u].distinct = static_cast<int>(partners[u].size());
+  return rec;
+}
+
+bool Planner::Impl::watched(int u, const PairRecord& r) const {
+  const auto& d = nodes[u];
+  // Slow with one partner only is a link candidate's business (its retests decide it).
+  return active(u) && d.fast > 0 && r.distinct >= 2 && d.resolution_tests < cfg.max_tests_per_node;
+}
+
+bool Planner::Impl::intermittent_unresolved(int u, const PairRecord& r) const {
+  return active(u) && r.slow >= 2 && r.distinct >= 2 && !watched(u, r);
+}
+
+// Slow with clean partners kIntermittentSlow times, with two or more of them, and fast as well:
+// intermittently slow. Marked bad, so it leaves the search and its links are no candidates.
+void Planner::Impl::mark_intermittent(std::int64_t round) {
+  const auto rec = pair_records();
+  for (int u = 0; u < n; ++u) {
+    auto& d = nodes[u];
+    const auto& r = rec[u];
+    if (!active(u) || r.slow < kIntermittentSlow || r.distinct < 2 || r.slow == r.tests) continue;
+    d.bad = d.intermittent = true;
+    d.bad_round = round;
+    note(name(u) + " is slow in " + std::to_string(r.slow) + " of " + std::to_string(r.tests) +
+         " pair tests with clean partners: intermittently slow node");
+  }
+}
+
+}  // namespace kiln::analysis
