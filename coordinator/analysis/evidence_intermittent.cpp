@@ -2,7 +2,7 @@
 // node was in is counted, and a slow one counts against it when the partner was clean (slow with
 // nobody else). A node slow again and again with clean partners while also fast is intermittently
 // slow: node.slow with the rate observed, or, short of enough tests, localize.unresolved naming it.
-// docs/localization.md, "Intermittent faults".
+// docs/localization.md, the planner, item 7.
 #include <algorithm>
 #include <set>
 

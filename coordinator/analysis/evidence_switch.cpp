@@ -2,7 +2,7 @@
 // whose members are slow with partners across its uplink, each repeatedly, while
 // the pairs inside the leaf are fast, is one switch.slow finding; its nodes leave the search and get
 // no node or link finding. With two leaves the evidence cannot say whose uplink it is, so the finding
-// names the path, "leafA<->leafB". docs/localization.md, "Switches and uplinks".
+// names the path, "leafA<->leafB". docs/localization.md, the planner, item 5.
 #include <algorithm>
 #include <cmath>
 #include <set>

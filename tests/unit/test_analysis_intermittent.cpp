@@ -60,7 +60,7 @@ TEST_CASE("intermittent: a node slow in half the rounds is named, and no other n
   INFO(named << " of 20 trials named node5, " << intermittent << " findings called it intermittent");
   // Measured 7 of 20 named, 4 called intermittent (before the watch: 0 called intermittent). The
   // issue's target, 19 of 20, is not reached yet: a node fast in the screen and in the big group
-  // after it is known-good and not tested again (docs/localization.md, "Intermittent faults").
+  // after it is known-good and not tested again (docs/localization.md, the planner, item 7).
   CHECK(named >= 6);
   CHECK(intermittent >= 3);
 }
