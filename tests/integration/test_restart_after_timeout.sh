@@ -34,6 +34,8 @@ if kill -0 $pid 2>/dev/null; then bad "kiln run hung (still running after 180 s)
 wait $pid; rc=$?
 echo "figures: kiln run exit $rc"
 grep -E "round [0-9]+ (ended|cut)|lost rank|restart" "$TMP/run.err" | sed 's/^/  /'
+grep -q "round 1 left MPI state untrusted on ranks .*: restarting the workers (restart 1)" "$TMP/run.err" &&
+  grep -q "restart 1: 4 of 4 ranks back" "$TMP/run.err" && pass "the restart is said as it happens" || bad "no restart progress lines"
 python3 - "$OUT" <<'PY' && pass "round 1 timed out, later rounds ran on all 4 ranks, no rank.lost" || { bad "report content"; cat "$TMP/run.err"; tail -30 "$OUT/workers.log"; }
 import json, sys
 out = sys.argv[1]
