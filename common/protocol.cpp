@@ -355,8 +355,14 @@ void from_json(const nlohmann::json& j, Error& m) {
   m.message = j.value("message", std::string{});
 }
 
-void to_json(nlohmann::json& j, const Bye& m) { j = {{"reason", m.reason}}; }
-void from_json(const nlohmann::json& j, Bye& m) { m.reason = j.value("reason", std::string{}); }
+void to_json(nlohmann::json& j, const Bye& m) {
+  j = {{"reason", m.reason}};
+  if (m.restart) j["restart"] = true;
+}
+void from_json(const nlohmann::json& j, Bye& m) {
+  m.reason = j.value("reason", std::string{});
+  m.restart = j.value("restart", false);
+}
 
 WorkerMessage decode_worker_message(const nlohmann::json& j) {
   switch (type_of(j)) {

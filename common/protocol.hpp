@@ -183,7 +183,12 @@ struct Error {
 struct Bye {
   static constexpr MsgType kType = MsgType::Bye;
   std::string reason;
+  // From the coordinator: exit now with kRestartExitCode (without MPI_Finalize, whose MPI state
+  // may be broken); the workers are launched again and the campaign goes on.
+  bool restart = false;
 };
+// A worker told to restart exits with this code: the SLURM batch script runs srun again on it.
+inline constexpr int kRestartExitCode = 75;
 
 #define KILN_PROTO_JSON(T)                         \
   void to_json(nlohmann::json& j, const T& m);     \

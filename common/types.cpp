@@ -111,6 +111,7 @@ void to_json(nlohmann::json& j, const CheckEnd& e) {
   j = {{"test", e.test},         {"host", e.host},         {"rank", e.rank},       {"status", e.status},
        {"seconds", e.seconds},   {"round_id", e.round_id}, {"group_id", e.group_id}, {"ts", e.ts}};
   if (!e.reason.empty()) j["reason"] = e.reason;
+  if (e.mpi_untrusted) j["mpi_untrusted"] = true;  // only when set: older readers never see it
 }
 void from_json(const nlohmann::json& j, CheckEnd& e) {
   j.at("test").get_to(e.test);
@@ -122,6 +123,7 @@ void from_json(const nlohmann::json& j, CheckEnd& e) {
   e.round_id = int_or<std::int64_t>(j, "round_id", -1);
   e.group_id = int_or<int>(j, "group_id", -1);
   e.ts = j.value("ts", 0.0);
+  e.mpi_untrusted = j.value("mpi_untrusted", false);
 }
 
 void to_json(nlohmann::json& j, const Record& r) {

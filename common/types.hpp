@@ -112,6 +112,9 @@ struct CheckEnd {
   std::int64_t round_id = -1;
   int group_id = -1;
   double ts = 0.0;
+  // The check left an MPI operation it could not complete or cancel (abandoned at its deadline):
+  // this rank's MPI state can no longer be trusted, and the coordinator restarts the workers.
+  bool mpi_untrusted = false;
 };
 void to_json(nlohmann::json& j, const CheckEnd& e);
 void from_json(const nlohmann::json& j, CheckEnd& e);

@@ -104,6 +104,7 @@ void Campaign::joined(const Event& e) {
     st.session = e.session;
     st.joined = true;
     st.lost = false;
+    st.said_bye = false;  // a rank back after a restart
     st.info = e.hello.info_of(i);  // a node agent's hello says each rank's own place and GPUs
     mine.push_back(r);
     NodeInfo node = st.info;
@@ -137,8 +138,9 @@ void Campaign::left(const Event& e) {
     auto& st = ranks_.at(r);
     if (st.session != e.session || st.lost) continue;
     // After our bye, or theirs, leaving is the normal end of a worker.
-    lose(st, ending_ || st.said_bye ? "bye" : e.reason);
-    if (!ending_ && !st.said_bye) progress("lost rank " + std::to_string(r) + " on " + st.host + ": " + e.reason);
+    const bool bye = ending_ || restarting_ || st.said_bye;
+    lose(st, bye ? "bye" : e.reason);
+    if (!bye) progress("lost rank " + std::to_string(r) + " on " + st.host + ": " + e.reason);
   }
   sessions_.erase(it);
 }
@@ -303,7 +305,7 @@ void Campaign::pump(Clock::time_point until) {
       storage_failed(e.what());
     }
   }
-  if (!launch_end_) launch_end_ = launcher_.poll();
+  if (!launch_end_ && !restarting_) launch_end_ = launcher_.poll();  // a restart's end is no end
 }
 
 bool Campaign::wait_for_workers() {
@@ -432,6 +434,7 @@ RoundRecord Campaign::run_round(proto::Round round, const std::string& reason, P
   end_round(cut, start);
   RoundRecord out = *current_;
   current_ = nullptr;
+  if (out.finished) restart_if_untrusted(out);
   return out;
 }
 

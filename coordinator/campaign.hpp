@@ -129,6 +129,10 @@ class Campaign {
   void journal(const std::string& event, nlohmann::json fields, bool sync_now);
   void journal_losses();
   void say_goodbye(const std::string& reason, std::chrono::seconds wait);
+  void journal_launched();
+  // campaign_restart.cpp: after a round whose checks left MPI state untrusted.
+  void restart_if_untrusted(const RoundRecord& rr);
+  void rejoin(const std::set<int>& live);
   ReportInput report_input(const std::string& error) const;
   // Writes report.json and prints the summary; returns the exit code. Never throws: when the
   // report cannot be written it says so on stderr and returns 2.
@@ -167,6 +171,11 @@ class Campaign {
   nlohmann::json localization_ = nullptr;
   bool localized_now_ = false;  // this session ran the localization to its end
   bool ending_ = false;
+  std::optional<LaunchRequest> launch_req_;  // what was launched, to launch it again
+  int restarts_ = 0;                          // this session's restarts of the workers
+  bool restarting_ = false;                   // ranks leaving now are coming back
+  bool restart_refusal_said_ = false;
+  std::vector<nlohmann::json> restarts_now_;  // this session's restart events, for the report
 };
 
 }  // namespace kiln::coord

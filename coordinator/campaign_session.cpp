@@ -133,10 +133,8 @@ int Campaign::run() {
   } catch (const std::exception& e) {
     return write_report_and_summary(std::string("launch failed: ") + e.what());
   }
-  json launched = launcher_.identity();
-  if (!launched.is_object()) launched = json::object();
-  launched["launcher"] = launcher_.name();
-  journal("launched", launched, true);
+  launch_req_ = req;
+  journal_launched();
   if (!wait_for_workers()) {
     if (stop_requested()) return end_interrupted();
     if (!storage_error_.empty()) return end_on_storage_error();
@@ -154,6 +152,14 @@ int Campaign::run() {
     progress(why + "; going on with the ranks that did");
   }
   return run_rounds();
+}
+
+// What kiln resume stops if this coordinator dies: the newest launch (after a restart, too).
+void Campaign::journal_launched() {
+  json launched = launcher_.identity();
+  if (!launched.is_object()) launched = json::object();
+  launched["launcher"] = launcher_.name();
+  journal("launched", launched, true);
 }
 
 int Campaign::run_rounds() {
@@ -252,6 +258,7 @@ ReportInput Campaign::report_input(const std::string& error) const {
   in.launch_failed = launch_end_ && !launch_end_->ok && live_ranks().empty();
   if (launch_end_ && !launch_end_->ok) in.first_ends = launch_end_->first_ends;
   in.rejected += rejected_;
+  in.restarts.insert(in.restarts.end(), restarts_now_.begin(), restarts_now_.end());
   in.expect = opts_.expect;
   return in;
 }

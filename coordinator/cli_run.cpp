@@ -75,9 +75,10 @@ po::options_description run_options(RunConfig& c) {
       ("worker", po::value(&c.worker), "path to kiln-worker (default: next to kiln)")
       ("tests", po::value(&c.tests)->default_value(c.tests), "comma-separated test keys, one round each")
       ("params", po::value(&c.params), "JSON object of per-test parameters, e.g. '{\"mpi.all_reduce\":{\"max_bytes\":1048576}}'")
-      ("deadline", po::value(&c.deadline)->default_value(c.deadline), "seconds each test may take before it counts as timed out")
+      ("deadline", po::value(&c.deadline)->default_value(c.deadline), "seconds each test may take before it counts as timed out; a group check that overruns it with an MPI "
+       "operation outstanding has the workers restarted after its round (at most 3 times)")
       ("connect-timeout", po::value(&c.connect_timeout)->default_value(c.connect_timeout),
-       "seconds to wait for all workers to connect")
+       "seconds to wait for all workers to connect (and to connect again after a restart)")
       ("mpirun-arg", po::value(&c.mpirun_args)->composing(), "extra argument for mpirun (repeatable)")
       ("quiet,q", po::bool_switch(&c.quiet), "no progress lines on stderr")
       ("only-allocation", po::bool_switch(&c.only_allocation),

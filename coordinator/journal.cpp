@@ -68,6 +68,10 @@ struct Reader {
       out.end.reset();  // a later session re-opens the campaign
     } else if (ev == "launched") {
       out.launched = e;
+    } else if (ev == "restart") {
+      json r = e;
+      r.erase("event");
+      out.restarts.push_back(std::move(r));
     } else if (ev == "joined") {
       auto& r = out.ranks[e.at("rank").get<int>()];
       r.joined = true;

@@ -10,6 +10,8 @@
 //    "plan_index":2,"expected":[...],"deadline_s":120}          before the round is sent
 //   {"event":"round_end","session":1,"id":3,"done":[...],"missing":[...],"duration_s":12.5,
 //    "progress":[...]}  (each rank's last heartbeat progress in the round, when it sent one)
+//   {"event":"restart","session":1,"round":3,"untrusted":[1],"restart":1,"ranks":[0,1,2,3]}
+//                                   the workers were started again after round 3 (campaign_restart.cpp)
 //   {"event":"localized","session":1,"findings":[...],"section":{...}}
 //   {"event":"end","session":1,"verdict":"pass","error":"","launch":{...},"rejected":0}
 //
@@ -72,6 +74,7 @@ struct JournalContents {
   nlohmann::json localize_section;
   std::optional<nlohmann::json> end;            // the last session's end event, if it wrote one
   nlohmann::json launched;                      // the last session's launched event (or null)
+  std::vector<nlohmann::json> restarts;         // restart events: {round, untrusted, restart, ranks, session}
   std::size_t bad_lines = 0;                    // lines that could not be read (skipped)
 };
 

@@ -155,6 +155,13 @@ void LocalLauncher::launch(const LaunchRequest& req) {
   child_.spawn(mpirun_argv(req), env, req.run_dir / "workers.log");
 }
 
+// The ranks were told to exit; mpirun ends with them (it is killed if it does not).
+void LocalLauncher::relaunch(const LaunchRequest& req, std::chrono::milliseconds grace) {
+  child_.wait_or_kill(grace);
+  child_.reset();
+  launch(req);
+}
+
 namespace {
 
 // When a process started, in clock ticks since boot (/proc/PID/stat field 22): with the pid it

@@ -60,6 +60,12 @@ class Launcher {
   // its workers would otherwise burn on for the rest of their check, holding cores or nodes.
   // Returns what it did, for the progress line ("" when nothing ran).
   virtual std::string stop_earlier(const nlohmann::json&) { return {}; }
+  // Starts the workers again once they were told to restart (they exit with
+  // proto::kRestartExitCode): waits up to `grace` for the launch to end, then launches anew
+  // (mpirun again; on SLURM the batch script runs a new srun step in the same allocation).
+  // False when this launcher cannot start workers again (the workers were started by hand).
+  virtual bool can_relaunch() const { return false; }
+  virtual void relaunch(const LaunchRequest&, std::chrono::milliseconds) {}
 };
 
 // A child process in its own process group, with stdout and stderr to a log file.
@@ -72,6 +78,11 @@ class ChildProcess {
   std::optional<LaunchEnd> poll();
   LaunchEnd wait_or_kill(std::chrono::milliseconds grace);
   pid_t pid() const { return pid_; }
+  // Forgets a process that has ended, so that spawn() may start another.
+  void reset() {
+    pid_ = -1;
+    end_.reset();
+  }
 
  private:
   pid_t pid_ = -1;
@@ -86,6 +97,8 @@ class LocalLauncher : public Launcher {
   LaunchEnd finish(std::chrono::milliseconds grace) override { return child_.wait_or_kill(grace); }
   nlohmann::json identity() const override;
   std::string stop_earlier(const nlohmann::json& id) override;
+  bool can_relaunch() const override { return true; }
+  void relaunch(const LaunchRequest& req, std::chrono::milliseconds grace) override;
   static std::vector<std::string> mpirun_argv(const LaunchRequest& req);
 
  private:

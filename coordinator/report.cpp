@@ -55,6 +55,7 @@ void to_json(json& j, const Report& r) {
        {"rejected_connections", r.rejected_connections},
        {"localization", r.localization}};
   if (!r.error.empty()) j["error"] = r.error;
+  j["restarts"] = r.restarts;
   json classes = json::object();
   for (const auto& [host, cls] : r.expect_classes) classes[host] = cls;
   j["expectations"] = {{"source", r.expect_source}, {"line", r.expect_line}, {"classes", classes}};
@@ -245,6 +246,7 @@ Report build_report(const ReportInput& in, const std::vector<RoundRecord>& round
   rep.rejected_connections = in.rejected;
   rep.localization = in.localization;
   rep.launch = in.launch;
+  rep.restarts = in.restarts;
   std::map<std::string, std::vector<int>> by_host;
   std::map<int, const RankSeen*> seen;
   for (const auto& k : in.ranks) {

@@ -77,6 +77,8 @@ struct Report {
   // line, and each node's class ("spec:class").
   std::string expect_source, expect_line;
   std::vector<std::pair<std::string, std::string>> expect_classes;
+  // Each time the workers were started again after a round left MPI state untrusted (journal).
+  std::vector<nlohmann::json> restarts;
 };
 
 void to_json(nlohmann::json& j, const Report& r);
@@ -124,6 +126,7 @@ struct ReportInput {
   std::uint64_t rejected = 0;
   analysis::Fleet fleet;  // every node and GPU's figures and settings, to compare them
   analysis::Expectations expect;  // what the nodes are judged against (docs/spec.md)
+  std::vector<nlohmann::json> restarts;  // the journal's restart events
 };
 
 // campaign.json's "leaves" ({"leaf1": [hosts], ...}) as the fleet takes them; anything malformed is

@@ -175,6 +175,7 @@ ReportInput report_input(const LoadedRun& run) {
   in.started = run.journal && run.journal->first_ts > 0 ? run.journal->first_ts : r.value("started", 0.0);
   in.sessions = run.journal ? std::max(1, run.journal->sessions) : r.value("sessions", 1);
   in.rejected = r.value("rejected_connections", std::uint64_t{0});
+  if (run.journal) in.restarts = run.journal->restarts;
   if (r.contains("launch") && r.at("launch").is_object())
     in.launch = LaunchRow{r.at("launch").value("ok", false), r.at("launch").value("state", std::string{})};
   if (run.journal && run.journal->localized) {

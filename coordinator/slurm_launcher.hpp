@@ -64,6 +64,9 @@ class SlurmLauncher : public Launcher {
   LaunchEnd finish(std::chrono::milliseconds grace) override;
   nlohmann::json identity() const override;
   std::string stop_earlier(const nlohmann::json& id) override;
+  // The batch script starts a new srun step by itself when the last one ended with
+  // proto::kRestartExitCode (jobs/burnin.sbatch.in): nothing to submit, the allocation is kept.
+  bool can_relaunch() const override { return true; }
 
   const std::string& job_id() const { return job_id_; }
   // The sbatch options kiln adds before the script (exposed for tests and the docs).

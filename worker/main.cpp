@@ -208,6 +208,7 @@ int run_connected(const Config& c, const NodeInfo& node, const Faults& faults) {
   if (c.watchdog > 0) watchdog.emplace(link, c.watchdog, rank);
   Runner runner(node, faults, [&](const Record& r) { link.send_record(r); }, &progress);
   const bool debug = std::getenv("KILN_DEBUG") != nullptr;
+  bool restart = false;  // the coordinator will launch the workers again
   for (;;) {
     auto cmd = link.next_command(Clock::now() + std::chrono::seconds(1));
     if (!cmd) {
@@ -220,7 +221,10 @@ int run_connected(const Config& c, const NodeInfo& node, const Faults& faults) {
     } catch (const std::exception& e) {
       die(rank, std::string("bad command from the coordinator: ") + e.what());
     }
-    if (t == proto::MsgType::Bye) break;
+    if (t == proto::MsgType::Bye) {
+      restart = cmd->value("restart", false) == true;
+      break;
+    }
     if (t == proto::MsgType::Error) die(rank, "the coordinator ended the campaign: " + cmd->value("message", std::string("?")));
     if (t != proto::MsgType::Round) continue;
     proto::Round round;
@@ -241,6 +245,11 @@ int run_connected(const Config& c, const NodeInfo& node, const Faults& faults) {
   watchdog.reset();
   link.send(proto::wrap(proto::Bye{"done"}));
   link.close();  // a node agent's: once the node's other ranks have finished too
+  if (restart) {
+    // No MPI_Finalize: with a request abandoned it may hang or crash. Every rank leaves alike.
+    std::fflush(nullptr);
+    std::_Exit(proto::kRestartExitCode);
+  }
   return 0;
 }
 

@@ -10,11 +10,19 @@
 
 namespace kiln::worker {
 
+namespace {
+std::mutex graveyard_mu;
+std::vector<std::shared_ptr<void>> graveyard;  // process-wide, as the MPI state it stands for
+}  // namespace
+
 void abandon(std::shared_ptr<void> keep) {
-  static std::mutex mu;
-  static std::vector<std::shared_ptr<void>> graveyard;
-  std::lock_guard lk(mu);
+  std::lock_guard lk(graveyard_mu);
   graveyard.push_back(std::move(keep));
+}
+
+bool mpi_state_untrusted() {
+  std::lock_guard lk(graveyard_mu);
+  return !graveyard.empty();
 }
 
 void poll_request(Context& ctx, MPI_Request& req, const std::function<void()>& on_abandon) {

@@ -13,8 +13,12 @@
 
 namespace kiln::worker {
 
-// Keeps buffers alive forever: used when a request is abandoned at a deadline.
+// Keeps buffers alive forever: used when a request is abandoned at a deadline. From then on this
+// process's MPI state is untrusted: the request is still outstanding, and progressing it later (or
+// freeing its communicator) has crashed Open MPI in the next collective.
 void abandon(std::shared_ptr<void> keep);
+// True once any request was abandoned in this process.
+bool mpi_state_untrusted();
 
 // Starts a non-blocking operation with start(&req) and polls it until it completes or the
 // context's deadline passes (then the buffers are abandoned and DeadlineExceeded is thrown).

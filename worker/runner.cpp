@@ -88,6 +88,7 @@ void Runner::run_round(const proto::Round& round) {
 void Runner::end(const proto::Round& round, const std::string& key, int group, Status s, const std::string& reason,
                  double seconds) {
   CheckEnd e;
+  e.mpi_untrusted = mpi_state_untrusted();
   e.test = key;
   e.host = node_.host;
   e.rank = node_.world_rank;
@@ -199,7 +200,9 @@ void Runner::run_test(const proto::Round& round, std::size_t index) {
     }
     status_result(final_status, why, secs, group_id);
   }
-  if (group_comm != MPI_COMM_NULL) MPI_Comm_free(&group_comm);
+  // A communicator with an abandoned request on it is left alone: freeing it under the request
+  // crashed the next collective (Open MPI 4.1, libnbc). The workers are restarted instead.
+  if (group_comm != MPI_COMM_NULL && !mpi_state_untrusted()) MPI_Comm_free(&group_comm);
 }
 
 }  // namespace kiln::worker

@@ -7,6 +7,10 @@
 
 #include "slurm/command_runner.hpp"
 #include "slurm/job_template.hpp"
+#include "common/protocol.hpp"
+#include "coordinator/restart.hpp"
+
+#include <unistd.h>
 
 using namespace kiln::slurm;
 
@@ -60,4 +64,44 @@ TEST_CASE("the jobs/ templates render with kiln's values into valid bash", "[slu
     CHECK(syntax.ok());
     CHECK(syntax.err == "");
   }
+}
+
+namespace {
+// Runs the rendered burnin script with a fake srun whose steps exit with `codes` in turn; returns
+// the job's exit code and how many steps it ran.
+std::pair<int, int> run_burnin_steps(const std::vector<int>& codes) {
+  const auto dir = std::filesystem::temp_directory_path() / ("kiln-steps-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "bin");
+  std::string list;
+  for (int c : codes) list += std::to_string(c) + " ";
+  {
+    std::ofstream srun(dir / "bin" / "srun");
+    srun << "#!/bin/bash\ncodes=(" << list << ")\nn=$(cat " << (dir / "steps").string() << " 2>/dev/null || echo 0)\n"
+         << "echo $((n + 1)) > " << (dir / "steps").string() << "\nexit ${codes[$n]}\n";
+  }
+  std::filesystem::permissions(dir / "bin" / "srun", std::filesystem::perms::owner_all);
+  const std::string script = render_template(read(jobs_dir() / "burnin.sbatch.in"),
+                                             {{"worker", shell_quote("/bin/true")}, {"coordinator", shell_quote("h:1")},
+                                              {"secret_file", shell_quote("/dev/null")}, {"worker_args", ""}});
+  std::ofstream(dir / "job.sh") << script;
+  ProcessRunner r;
+  auto res = r.run({"env", "PATH=" + (dir / "bin").string() + ":/usr/bin:/bin", "SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=n[1-2]",
+                    "SLURM_NNODES=2", "bash", (dir / "job.sh").string()},
+                   std::chrono::seconds(10));
+  const int steps = std::stoi(read(dir / "steps"));
+  std::filesystem::remove_all(dir);
+  return {res.exit_code, steps};
+}
+}  // namespace
+
+TEST_CASE("the burnin job runs a new srun step only when the last one ended for a restart", "[slurm]") {
+  const int restart = kiln::proto::kRestartExitCode;
+  CHECK(run_burnin_steps({0}) == std::pair{0, 1});                      // an ordinary end ends the job
+  CHECK(run_burnin_steps({1}) == std::pair{1, 1});                      // so does a failure
+  CHECK(run_burnin_steps({restart, 0}) == std::pair{0, 2});             // a restart: a second step
+  CHECK(run_burnin_steps({restart, restart, 137}) == std::pair{137, 3});
+  // At most 4 steps (the coordinator restarts at most 3 times): a fifth is never started.
+  CHECK(run_burnin_steps({restart, restart, restart, restart, 0}) == std::pair{restart, 4});
+  CHECK(kiln::coord::kMaxRestarts + 1 == 4);
 }
