@@ -273,7 +273,7 @@ Report build_report(const ReportInput& in, const std::vector<RoundRecord>& round
     rep.findings = plan_findings(in, rounds);
     rep.findings.insert(rep.findings.end(), in.extra_findings.begin(), in.extra_findings.end());
     try {
-      for (auto& f : in.fleet.findings()) rep.findings.push_back(std::move(f));
+      for (auto& f : in.fleet.findings()) add_or_merge(rep.findings, std::move(f));
     } catch (const std::exception& e) {
       rep.findings.push_back(make_finding(Code::ResultInvalid, {"job", in.run_id}, std::string("fleet comparison: ") + e.what()));
     }
@@ -305,6 +305,23 @@ std::map<std::string, std::vector<std::string>> leaves_of(const nlohmann::json& 
 int exit_code(const Report& r) {
   if (r.verdict == "pass") return 0;
   return r.verdict == "fail" || r.verdict == "incomplete" ? 1 : 2;
+}
+
+// The fleet and the localization can both name one thing (switch.slow leaf1<->leaf2 from the
+// link figures and from the pair rounds): one finding, carrying both lines of evidence.
+void add_or_merge(std::vector<Finding>& findings, Finding f) {
+  for (auto& have : findings) {
+    if (have.code != f.code || have.entity.kind != f.entity.kind || have.entity.id != f.entity.id) continue;
+    if (!have.evidence.is_array()) have.evidence = nlohmann::json::array({have.evidence});
+    if (f.evidence.is_array())
+      for (auto& e : f.evidence) have.evidence.push_back(std::move(e));
+    else
+      have.evidence.push_back(std::move(f.evidence));
+    have.summary += "; " + f.summary;
+    have.confidence = std::max(have.confidence, f.confidence);
+    return;
+  }
+  findings.push_back(std::move(f));
 }
 
 }  // namespace kiln::coord

@@ -143,4 +143,8 @@ int exit_code(const Report& r);
 // The operator's summary: verdict, one line per rank, the findings with their next steps.
 std::string render_summary(const Report& r, const std::string& results_path, const std::string& report_path);
 
+// Adds f, or, when a finding of the same code and entity is there already (the fleet and the
+// localization naming one switch), merges f's evidence and summary into it.
+void add_or_merge(std::vector<Finding>& findings, Finding f);
+
 }  // namespace kiln::coord

@@ -78,3 +78,19 @@ TEST_CASE("judge_plan leaves out rounds that were cut short", "[report][recover]
   rr.missing = {1};
   CHECK(analysis::judge_plan(2, {{0, "n0", true, false, ""}, {1, "n1", true, false, ""}}, {rr}).empty());
 }
+
+TEST_CASE("add_or_merge: one finding per code and entity, carrying both lines of evidence", "[report]") {
+  std::vector<kiln::Finding> fs;
+  kiln::coord::add_or_merge(fs, kiln::make_finding(kiln::Code::SwitchSlow, {"switch", "leaf1<->leaf2"}, "from the pair rounds",
+                                                   nlohmann::json::array({{{"inside", 6}}}), 0.9));
+  kiln::coord::add_or_merge(fs, kiln::make_finding(kiln::Code::NodeSlow, {"node", "n3"}, "n3 slow"));
+  kiln::coord::add_or_merge(fs, kiln::make_finding(kiln::Code::SwitchSlow, {"switch", "leaf1<->leaf2"}, "from the link figures",
+                                                   nlohmann::json::array({{{"crossing_median", 1.5}}}), 0.95));
+  kiln::coord::add_or_merge(fs, kiln::make_finding(kiln::Code::SwitchSlow, {"switch", "leaf1"}, "another switch"));
+  REQUIRE(fs.size() == 3);
+  CHECK(fs[0].evidence.size() == 2);
+  CHECK(fs[0].evidence[1].value("crossing_median", 0.0) == 1.5);
+  CHECK(fs[0].summary == "from the pair rounds; from the link figures");
+  CHECK(fs[0].confidence == Approx(0.95));
+  CHECK(fs[2].entity.id == "leaf1");
+}
