@@ -71,7 +71,7 @@ std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& 
 
 }  // namespace
 
-EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutcome& o) const {
+EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutcome& o, bool suspect) const {
   double floor = 0.0;
   if (auto ref = history.reference(2, cfg.size_bytes); ref && !ref->no_spread) floor = ref->log_sigma;
   const auto scored = score_edges(o, cfg.outliers, floor);
@@ -88,7 +88,7 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   for (const auto& e : scored) {
     const bool slow = e.z >= zc && e.slowness >= kMinEdgeSlowness;
     if (slow && in_row(e.a) != in_row(e.b)) r.row_partners[in_row(e.a) ? e.a : e.b].push_back(in_row(e.a) ? e.b : e.a);
-    else if (slow && !in_row(e.a)) r.slow_links.emplace_back(e.a, e.b);
+    else if (slow && !in_row(e.a) && (suspect || links.count({e.a, e.b}))) r.slow_links.emplace_back(e.a, e.b);
     else if (!slow && links.count({e.a, e.b})) r.fast_links.emplace_back(e.a, e.b);
   }
   return r;
@@ -100,13 +100,13 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
 // the search (the suspects are retested instead of bisected for), one with a slow row is not.
 // Groups the edges cannot read (or explain) are recorded as before.
 Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t round, const GroupOutcome& o,
-                                      const Judgement& j) {
+                                      const Judgement& j, bool suspect) {
   const double figure = o.value.value_or(0.0);
   if (j.verdict == Verdict::Unknown || !readable_edges(g, o)) {
     record_group(g, round, figure, j);
     return j.verdict;
   }
-  const auto r = read_edges(g, o);
+  const auto r = read_edges(g, o, suspect);
   if (j.verdict == Verdict::Slow && r.slow_rows.empty() && r.slow_links.empty()) {
     record_group(g, round, figure, j);  // uniformly slow: not the edges' story
     return j.verdict;

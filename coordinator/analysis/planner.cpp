@@ -94,6 +94,7 @@ std::optional<RoundPlan> Planner::next() {
   for (int pass = 0; pass < 2 && round.empty() && !s.exact.active; ++pass) {
     strategy::resolve(s, round);
     strategy::split(s, round);
+    strategy::retest_edges(s, round);
     strategy::certify(s, round);
   }
 
@@ -187,7 +188,7 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
     const bool has_missing = !out[i]->missing.empty();
     Verdict v = judged[i].verdict;
     if (!has_missing && tags[i].kind == Tag::Exact) s.record_exact(plan.groups[i], *out[i]);
-    else if (!has_missing) v = s.record_outcome(plan.groups[i], plan.id, *out[i], judged[i]);
+    else if (!has_missing) v = s.record_outcome(plan.groups[i], plan.id, *out[i], judged[i], tags[i].kind != Tag::LinkRetest);
     if (tags[i].kind != Tag::ItemTest) continue;
     if (has_missing) items_with_lost.insert(tags[i].item);
     else item_results[tags[i].item].emplace_back(tags[i], v);

@@ -265,9 +265,11 @@ struct Planner::Impl : Setup, Evidence {
 
   // evidence_edges.cpp
   bool readable_edges(const std::vector<int>& g, const GroupOutcome& o) const;
-  EdgeReading read_edges(const std::vector<int>& g, const GroupOutcome& o) const;
+  EdgeReading read_edges(const std::vector<int>& g, const GroupOutcome& o, bool suspect) const;
+  // suspect: open link suspicions from slow edges (not in a retest group, whose own stragglers
+  // would open new ones as fast as the retests settle the old).
   Verdict record_outcome(const std::vector<int>& g, std::int64_t round, const GroupOutcome& o,
-                         const Judgement& j);
+                         const Judgement& j, bool suspect = true);
   void record_edge_evidence(const EdgeReading& r, std::int64_t round, double figure);
 
   // evidence_intermittent.cpp
