@@ -6,7 +6,7 @@
 //              peer when the row is long enough that stragglers cannot fake it, one vote otherwise
 //   slow edge  slow while both ends are fine with the others: a link suspicion, confirmed only by
 //              repetition (resolve retests it), since 0.5% of edges are heavy-tailed stragglers
-// docs/localization.md, the planner, item 9.
+// docs/localization.md, the planner, item 8.
 #include <algorithm>
 #include <cmath>
 
