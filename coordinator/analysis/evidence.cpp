@@ -185,7 +185,10 @@ void Planner::Impl::update_link(int a, int b) {
     // A link first seen as one slow edge among many needs a vote more, and a fast result more to
     // be cleared: one edge of a large group is a straggler now and then.
     const int extra = l.edge_slow > 0 ? 1 : 0;
-    const int total = static_cast<int>(l.slow_pair_tests.size()) + l.group_votes + l.edge_slow;
+    // A link measured edge by edge is judged on its own figures: a slow group that holds it says
+    // less about it than its edge in that group did.
+    const int group_votes = l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes;
+    const int total = static_cast<int>(l.slow_pair_tests.size()) + group_votes + l.edge_slow;
     const int fast = l.fast_pair_tests + l.edge_fast;
     if (total >= cfg.votes + extra && total > fast) {
       l.confirmed = true;

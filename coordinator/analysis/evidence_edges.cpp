@@ -108,7 +108,8 @@ Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t ro
   }
   const auto r = read_edges(g, o, suspect);
   if (j.verdict == Verdict::Slow && r.slow_rows.empty() && r.slow_links.empty()) {
-    record_group(g, round, figure, j);  // uniformly slow: not the edges' story
+    // Uniformly slow: not the edges' story. A retest group is there for its edges alone.
+    if (suspect) record_group(g, round, figure, j);
     return j.verdict;
   }
   record_edge_evidence(r, round, figure);
