@@ -44,7 +44,7 @@ void Planner::Impl::record_group(const std::vector<int>& g, std::int64_t round, 
   (*story.current)["slow"].push_back(e);
 }
 
-void Planner::Impl::record_fast(const std::vector<int>& members, std::int64_t round, double) {
+void Planner::Impl::record_fast(const std::vector<int>& members, std::int64_t round, double, bool clean) {
   for (int u : members) {
     auto& d = nodes[u];
     if (d.fast++ == 0) {
@@ -59,7 +59,7 @@ void Planner::Impl::record_fast(const std::vector<int>& members, std::int64_t ro
       ++it->second.fast_pair_tests;
     }
   }
-  if (members.size() > clean_cover.size()) {
+  if (clean && members.size() > clean_cover.size()) {
     clean_cover = members;
     std::sort(clean_cover.begin(), clean_cover.end());
   }
@@ -182,14 +182,20 @@ void Planner::Impl::update_link(int a, int b) {
   {
     auto& l = links[{a, b}];
     if (l.confirmed || l.cleared) return;
-    const int votes = l.group_votes;
-    const int total = static_cast<int>(l.slow_pair_tests.size()) + votes;
-    if (total >= cfg.votes && total > l.fast_pair_tests) {
+    // A link first seen as one slow edge among many needs a vote more, and a fast result more to
+    // be cleared: one edge of a large group is a straggler now and then.
+    const int extra = l.edge_slow > 0 ? 1 : 0;
+    // A link measured edge by edge is judged on its own figures: a slow group that holds it says
+    // less about it than its edge in that group did.
+    const int group_votes = l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes;
+    const int total = static_cast<int>(l.slow_pair_tests.size()) + group_votes + l.edge_slow;
+    const int fast = l.fast_pair_tests + l.edge_fast;
+    if (total >= cfg.votes + extra && total > fast) {
       l.confirmed = true;
       l.confirmed_round = book.next_id - 1;
       note(link_id(a, b) + " is slow while both ends are fine with other partners: slow link (" +
            std::to_string(total) + " votes)");
-    } else if (l.fast_pair_tests >= total) {
+    } else if (fast >= total + extra) {
       l.cleared = true;
       note(link_id(a, b) + " is fast on retest: the earlier slow result was noise");
     }

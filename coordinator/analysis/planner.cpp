@@ -94,6 +94,7 @@ std::optional<RoundPlan> Planner::next() {
   for (int pass = 0; pass < 2 && round.empty() && !s.exact.active; ++pass) {
     strategy::resolve(s, round);
     strategy::split(s, round);
+    strategy::retest_edges(s, round);
     strategy::certify(s, round);
   }
 
@@ -183,17 +184,14 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
   std::map<int, std::vector<std::pair<Tag, Verdict>>> item_results;
   std::set<int> items_with_lost;
   for (std::size_t i = 0; i < plan.groups.size(); ++i) {
+    // The survivors' figure of a group with a lost member says nothing: they are tested again.
     const bool has_missing = !out[i]->missing.empty();
-    if (tags[i].kind == Tag::ItemTest) {
-      if (has_missing) items_with_lost.insert(tags[i].item);
-      else item_results[tags[i].item].emplace_back(tags[i], judged[i].verdict);
-    }
-    if (has_missing) continue;  // the survivors' figure says nothing: they are tested again
-    if (tags[i].kind == Tag::Exact) {
-      s.record_exact(plan.groups[i], *out[i]);
-      continue;
-    }
-    s.record_group(plan.groups[i], plan.id, out[i]->value.value_or(0.0), judged[i]);
+    Verdict v = judged[i].verdict;
+    if (!has_missing && tags[i].kind == Tag::Exact) s.record_exact(plan.groups[i], *out[i]);
+    else if (!has_missing) v = s.record_outcome(plan.groups[i], plan.id, *out[i], judged[i], tags[i].kind != Tag::LinkRetest);
+    if (tags[i].kind != Tag::ItemTest) continue;
+    if (has_missing) items_with_lost.insert(tags[i].item);
+    else item_results[tags[i].item].emplace_back(tags[i], v);
   }
 
   s.evaluate_switches(plan.id);

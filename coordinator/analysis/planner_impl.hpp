@@ -68,10 +68,23 @@ struct LinkData {
   std::vector<std::pair<std::int64_t, double>> slow_pair_tests;  // (round, slowness)
   int fast_pair_tests = 0;
   int group_votes = 0;  // slow groups explained only by this link (set once certified)
+  // Per-edge figures (evidence_edges.cpp): times this link's edge stood out among its group's edges,
+  // and times it did not once it was a candidate. A link first seen slow as an edge needs one
+  // vote more than cfg.votes, since a heavy-tailed straggler makes one edge of many slow.
+  int edge_slow = 0;
+  int edge_fast = 0;
   bool confirmed = false;
   bool cleared = false;
   std::int64_t confirmed_round = -1;
   int retests = 0;
+};
+
+// A group's per-edge figures judged against each other (evidence_edges.cpp).
+struct EdgeReading {
+  std::vector<int> slow_rows;                  // members slow with most of their peers
+  std::vector<std::pair<int, int>> slow_links; // slow edges whose ends are otherwise fine, (low, high)
+  std::map<int, std::vector<int>> row_partners;  // slow row -> peers of its slow edges
+  std::vector<std::pair<int, int>> fast_links; // edges not slow, (low, high)
 };
 
 // One pair test, fast or slow, as the switch verdicts read them (evidence_switch.cpp).
@@ -238,7 +251,8 @@ struct Planner::Impl : Setup, Evidence {
   // evidence.cpp
   void record_group(const std::vector<int>& g, std::int64_t round, double figure,
                     const Judgement& j);
-  void record_fast(const std::vector<int>& members, std::int64_t round, double figure);
+  // clean: the group held no slow edge, so it may serve as the clean cover certification starts from.
+  void record_fast(const std::vector<int>& members, std::int64_t round, double figure, bool clean = true);
   void record_slow_pair(int a, int b, std::int64_t round, double slowness, double figure);
   void reevaluate_nodes(std::int64_t round);
   void mark_lost(int u, std::int64_t round);
@@ -248,6 +262,15 @@ struct Planner::Impl : Setup, Evidence {
   void update_link(int a, int b);
   void count_link_votes();
   void update_links();
+
+  // evidence_edges.cpp
+  bool readable_edges(const std::vector<int>& g, const GroupOutcome& o) const;
+  EdgeReading read_edges(const std::vector<int>& g, const GroupOutcome& o, bool suspect) const;
+  // suspect: open link suspicions from slow edges (not in a retest group, whose own stragglers
+  // would open new ones as fast as the retests settle the old).
+  Verdict record_outcome(const std::vector<int>& g, std::int64_t round, const GroupOutcome& o,
+                         const Judgement& j, bool suspect = true);
+  void record_edge_evidence(const EdgeReading& r, std::int64_t round, double figure);
 
   // evidence_intermittent.cpp
   std::vector<PairRecord> pair_records() const;

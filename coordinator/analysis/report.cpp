@@ -160,11 +160,13 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
       if (std::binary_search(g.members.begin(), g.members.end(), a) &&
           std::binary_search(g.members.begin(), g.members.end(), b))
         groups.push_back({{"round", g.round}, {"size", g.members.size()}, {"slowness", finite(g.slowness)}});
-    const int votes = static_cast<int>(l.slow_pair_tests.size()) + l.group_votes;
+    const int votes = static_cast<int>(l.slow_pair_tests.size()) + (l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes) + l.edge_slow;
     nlohmann::json evidence = {{"slow_pair_tests", pairs},
                   {"slow_groups_holding_both", groups},
                   {"votes", votes},
                   {"fast_pair_tests", l.fast_pair_tests},
+                  {"slow_edges", l.edge_slow},
+                  {"fast_edges", l.edge_fast},
                   {"ends_fine_elsewhere",
                    {{name(a), {{"first_fast_round", nodes[a].first_fast_round},
                                {"group_size", nodes[a].first_fast_size}}},

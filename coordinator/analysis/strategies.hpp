@@ -9,6 +9,8 @@
 //                                      votes are retested as pairs
 //   split      strategy_split.cpp      the group-testing search: launch it, split every slow group,
 //                                      sweep the nodes it left idle
+//   retest-edges strategy_resolve.cpp  link suspicions from per-edge figures, measured again inside
+//                                      all-to-all groups with the nodes the search left free
 //   certify    strategy_certify.cpp    once nothing else is in flight: every pair of good nodes
 //                                      but the link candidates, in a few all-to-all groups
 //
@@ -59,6 +61,7 @@ void all_pairs(Planner::Impl& s, RoundDraft& round);
 void screen(Planner::Impl& s, RoundDraft& round);
 void resolve(Planner::Impl& s, RoundDraft& round);
 void split(Planner::Impl& s, RoundDraft& round);
+void retest_edges(Planner::Impl& s, RoundDraft& round);
 void certify(Planner::Impl& s, RoundDraft& round);
 
 // Round r of the circle method over `order` (even length; -1 is the sit-out placeholder).

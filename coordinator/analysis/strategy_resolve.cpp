@@ -4,6 +4,8 @@
 // per suspect; a suspect that runs out of tests or partners is left unresolved rather than guessed
 // at. Link candidates short of votes are retested as pairs.
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <set>
 
 #include "coordinator/analysis/strategies.hpp"
@@ -11,6 +13,12 @@
 namespace kiln::analysis::strategy {
 
 namespace {
+
+// Edge retests: groups of at most this many members (a test timing every peer reports 32,640 edges
+// at 256), padded to at least this many so the retested edges have healthy ones to be judged against.
+constexpr std::size_t kMaxEdgeGroup = 256;
+constexpr std::size_t kMinEdgeGroup = 8;
+constexpr int kEdgeRetests = 3;
 
 struct PartnerPool {
   std::vector<int> good;     // known-good nodes, shuffled
@@ -79,6 +87,7 @@ int retest_links(Planner::Impl& s, RoundDraft& round) {
   for (auto& [key, l] : s.links) {
     if (l.confirmed || l.cleared || !s.good(key.first) || !s.good(key.second)) continue;
     if (!s.cert.certified && s.has_group_evidence(key.first, key.second)) continue;
+    if (l.edge_slow > 0 && l.retests < kEdgeRetests) continue;  // retest_edge_links has it
     if (l.retests >= s.cfg.max_tests_per_node) continue;
     if (!round.free({key.first, key.second})) continue;
     ++l.retests;
@@ -88,7 +97,50 @@ int retest_links(Planner::Impl& s, RoundDraft& round) {
   return retests;
 }
 
+// Link suspicions from per-edge figures are retested inside all-to-all groups, where their edges
+// are measured again next to healthy ones: one group of up to kMaxEdgeGroup members retests every
+// suspicion among its members at once, however many share an end, and its edges are judged as the
+// first were. Groups are the suspicions' connected parts, packed together and padded with free
+// known-good nodes so each has a baseline of healthy edges. After kEdgeRetests such rounds (say the
+// test stopped timing every peer) what is left is retested as pairs.
+int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
+  std::map<int, int> root;
+  std::function<int(int)> find = [&](int u) { return root[u] == u ? u : root[u] = find(root[u]); };
+  std::vector<LinkData*> due;
+  for (auto& [key, l] : s.links) {
+    if (l.confirmed || l.cleared || l.edge_slow == 0 || l.retests >= kEdgeRetests) continue;
+    if (!s.good(key.first) || !s.good(key.second) || !round.free({key.first, key.second})) continue;
+    for (int u : {key.first, key.second}) root.emplace(u, u);
+    root[find(key.first)] = find(key.second);
+    due.push_back(&l);
+  }
+  if (due.empty()) return 0;
+  std::map<int, std::vector<int>> parts;
+  for (const auto& [u, r] : root) parts[find(u)].push_back(u);
+  std::vector<std::vector<int>> groups(1);
+  for (const auto& [r, part] : parts) {
+    if (groups.back().size() + part.size() > kMaxEdgeGroup && !groups.back().empty()) groups.emplace_back();
+    groups.back().insert(groups.back().end(), part.begin(), part.end());
+  }
+  std::vector<int> pad;
+  for (int u = 0; u < s.n; ++u)
+    if (s.good(u) && !round.busy[u] && !root.count(u)) pad.push_back(u);
+  for (auto& g : groups) {
+    while (g.size() < kMinEdgeGroup && !pad.empty()) g.push_back(pad.back()), pad.pop_back();
+    round.add(g, Tag{Tag::LinkRetest});
+  }
+  for (auto* l : due) ++l->retests;
+  return static_cast<int>(due.size());
+}
+
 }  // namespace
+
+// After the search: a search round splits groups that may hold the suspects anyway, so the retests
+// take only the nodes it left free.
+void retest_edges(Planner::Impl& s, RoundDraft& round) {
+  if (const int retests = retest_edge_links(s, round); retests > 0)
+    round.explain("retest " + std::to_string(retests) + " slow edge(s) inside all-to-all groups");
+}
 
 void resolve(Planner::Impl& s, RoundDraft& round) {
   if (const int paired = pair_suspects(s, round); paired > 0)

@@ -1,0 +1,154 @@
+// Per-edge evidence: a group whose test timed every peer (GroupOutcome::edges) is judged edge by
+// edge, so a slow link is not diluted by the group's other g-2 peers. Edges are compared with the
+// other edges of the same group, never with the group's figure: on a real fabric a healthy edge
+// reads 1.0-1.4x the group figure, and a port shared by several flows can hide a mildly slow link.
+//   slow row   a member slow with most of its peers: evidence against the node, one vote per slow
+//              peer when the row is long enough that stragglers cannot fake it, one vote otherwise
+//   slow edge  slow while both ends are fine with the others: a link suspicion, confirmed only by
+//              repetition (resolve retests it), since 0.5% of edges are heavy-tailed stragglers
+// docs/localization.md, the planner, item 8.
+#include <algorithm>
+#include <cmath>
+
+#include "coordinator/analysis/planner_impl.hpp"
+
+namespace kiln::analysis {
+
+namespace {
+
+// Fewest members for a group's edges to be their own baseline (6 edges), fewest peers for a row to
+// be judged, and fewest for a slow row to count one vote per peer: half of a row of 15 slow at once
+// is beyond what stragglers (even 5% of edges) do.
+constexpr std::size_t kMinMembers = 4;
+constexpr std::size_t kMinRow = 5;
+constexpr std::size_t kSureRow = 15;
+constexpr std::size_t kMaxRowVotes = 32;
+// An edge (or a row's median edge) standing out by less than this is within a healthy spread.
+constexpr double kMinEdgeSlowness = 1.1;
+constexpr double kMadToSigma = 1.4826;
+
+double median_of(std::vector<double> v) {
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (v.size() % 2) return *mid;
+  return (*mid + *std::max_element(v.begin(), mid)) / 2.0;
+}
+
+struct ScoredEdge {
+  int a, b;         // a < b
+  double z;         // robust z of the edge's log cost against the group's edges
+  double slowness;  // times the group's median edge
+};
+
+}  // namespace
+
+bool Planner::Impl::readable_edges(const std::vector<int>& g, const GroupOutcome& o) const {
+  if (g.size() < kMinMembers || o.edges.size() < g.size()) return false;
+  return std::all_of(o.edges.begin(), o.edges.end(), [&](const EdgeFigure& e) {
+    return e.a != e.b && e.value > 0.0 && std::find(g.begin(), g.end(), e.a) != g.end() &&
+           std::find(g.begin(), g.end(), e.b) != g.end();
+  });
+}
+
+namespace {
+
+// Log-scale z of every edge against the group's median edge; the spread is the edges' MAD, floored
+// by the configured relative floor and by the spread of pair figures seen so far.
+std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& rules, double floor) {
+  std::vector<double> logs;
+  for (const auto& e : o.edges) logs.push_back(std::log(to_cost(e.value, rules.direction)));
+  const double m = median_of(logs);
+  std::vector<double> dev;
+  for (double x : logs) dev.push_back(std::abs(x - m));
+  const double sigma = std::max({kMadToSigma * median_of(dev), rules.min_rel_sigma, floor});
+  std::vector<ScoredEdge> out;
+  for (std::size_t i = 0; i < logs.size(); ++i) {
+    const auto [a, b] = std::minmax(o.edges[i].a, o.edges[i].b);
+    out.push_back({a, b, (logs[i] - m) / sigma, std::exp(logs[i] - m)});
+  }
+  return out;
+}
+
+}  // namespace
+
+EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutcome& o, bool suspect) const {
+  double floor = 0.0;
+  if (auto ref = history.reference(2, cfg.size_bytes); ref && !ref->no_spread) floor = ref->log_sigma;
+  const auto scored = score_edges(o, cfg.outliers, floor);
+  const double zc = cfg.outliers.z_cutoff;
+  std::map<int, std::vector<double>> row_z;
+  for (const auto& e : scored) row_z[e.a].push_back(e.z), row_z[e.b].push_back(e.z);
+  EdgeReading r;
+  for (int u : g) {
+    const auto& zs = row_z[u];
+    if (zs.size() < kMinRow || median_of(zs) < zc / 2) continue;
+    r.slow_rows.push_back(u);
+  }
+  auto in_row = [&](int u) { return std::find(r.slow_rows.begin(), r.slow_rows.end(), u) != r.slow_rows.end(); };
+  for (const auto& e : scored) {
+    const bool slow = e.z >= zc && e.slowness >= kMinEdgeSlowness;
+    if (slow && in_row(e.a) != in_row(e.b)) r.row_partners[in_row(e.a) ? e.a : e.b].push_back(in_row(e.a) ? e.b : e.a);
+    else if (slow && !in_row(e.a) && (suspect || links.count({e.a, e.b}))) r.slow_links.emplace_back(e.a, e.b);
+    else if (!slow && links.count({e.a, e.b})) r.fast_links.emplace_back(e.a, e.b);
+  }
+  return r;
+}
+
+// A group with readable edges: members with a fine row are fine with others (even in a slow group
+// that its slow edges explain), slow rows are node evidence, slow edges link suspicions. Returns
+// the verdict the search should act on: a group whose slowness its edges pin on links is clean for
+// the search (the suspects are retested instead of bisected for), one with a slow row is not.
+// Groups the edges cannot read (or explain) are recorded as before.
+Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t round, const GroupOutcome& o,
+                                      const Judgement& j, bool suspect) {
+  const double figure = o.value.value_or(0.0);
+  if (j.verdict == Verdict::Unknown || !readable_edges(g, o)) {
+    record_group(g, round, figure, j);
+    return j.verdict;
+  }
+  const auto r = read_edges(g, o, suspect);
+  if (j.verdict == Verdict::Slow && r.slow_rows.empty() && r.slow_links.empty()) {
+    // Uniformly slow: not the edges' story. A retest group is there for its edges alone.
+    if (suspect) record_group(g, round, figure, j);
+    return j.verdict;
+  }
+  record_edge_evidence(r, round, figure);
+  std::vector<int> fine;
+  for (int u : g)
+    if (std::find(r.slow_rows.begin(), r.slow_rows.end(), u) == r.slow_rows.end())
+      fine.push_back(u);
+  const bool clean = r.slow_rows.empty() && r.slow_links.empty();
+  record_fast(fine, round, figure, clean);
+  if (clean && j.verdict == Verdict::Fast)
+    history.add(static_cast<int>(g.size()), cfg.size_bytes, to_cost(figure, cfg.outliers.direction));
+  if (r.slow_rows.empty()) return Verdict::Fast;
+  if (j.verdict == Verdict::Slow) {
+    auto m = g;
+    std::sort(m.begin(), m.end());
+    slow_groups.push_back({round, std::move(m), j.slowness});
+  }
+  return Verdict::Slow;
+}
+
+void Planner::Impl::record_edge_evidence(const EdgeReading& r, std::int64_t round, double figure) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (int u : r.slow_rows) {
+    rows.push_back(name(u));
+    auto partners = r.row_partners.count(u) ? r.row_partners.at(u) : std::vector<int>{};
+    if (partners.size() < kSureRow) partners.resize(std::min<std::size_t>(partners.size(), 1));
+    partners.resize(std::min(partners.size(), kMaxRowVotes));
+    for (int v : partners) nodes[u].slow_pairs.push_back({v, round, 0.0, figure});
+  }
+  for (auto [a, b] : r.slow_links) ++links[{a, b}].edge_slow;
+  for (auto [a, b] : r.fast_links) ++links[{a, b}].edge_fast;
+  if (rows.empty() && r.slow_links.empty()) return;
+  nlohmann::json e = {{"edges", {{"slow_rows", rows}, {"slow_edges", r.slow_links.size()}}}};
+  if (r.slow_links.size() <= 8) {
+    nlohmann::json l = nlohmann::json::array();
+    for (auto [a, b] : r.slow_links) l.push_back(link_id(a, b));
+    e["edges"]["slow_links"] = l;
+  }
+  (*story.current)["slow"].push_back(e);
+}
+
+}  // namespace kiln::analysis
