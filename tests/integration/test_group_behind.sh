@@ -13,16 +13,7 @@ KILN_LOG_LEVEL=debug "$KILN" run --launcher local --ranks 3 --out "$OUT" --local
   --tests host.inventory,mpi.all_reduce --params "$PARAMS" > "$TMP/run.out" 2> "$TMP/run.err" &
 pid=$!
 if ! wait_for "$TMP/run.err" "round 1: host.inventory" 60; then
-  bad "the campaign never started its rounds"; cat "$TMP/run.err"; kill $pid; # The journal keeps the ranks' progress: a report rebuilt from the run directory says the same.
-cp "$OUT/report.json" "$TMP/live.json"
-expect_exit 1 "kiln report rebuilds the report" -- "$KILN" report "$OUT"
-python3 - "$TMP/live.json" "$OUT/report.json" <<'PY' && pass "the rebuilt report has the same findings" || bad "rebuilt report differs"
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-key = lambda r: sorted((f["code"], f["entity"]["id"]) for f in r["findings"])
-assert key(a) == key(b), (key(a), key(b))
-PY
-finish
+  bad "the campaign never started its rounds"; cat "$TMP/run.err"; kill $pid; finish
 fi
 # Local rank 2: not the node agent (local rank 0), which speaks for its node's ranks.
 slow=$(local_worker $pid 2)
