@@ -99,6 +99,7 @@ void Campaign::joined(const Event& e) {
     const int r = e.hello.ranks[i];
     auto& st = ranks_[r];
     if (!st.joined || st.lost) ++live_;
+    if (st.lost && st.lost_reason != "bye" && st.earlier_loss.empty()) st.earlier_loss = st.lost_reason;
     st.rank = r;
     st.host = e.hello.host;
     st.session = e.session;

@@ -67,6 +67,9 @@ struct RankState {
   RankCounts counts;  // what it measured in this session (its results are on disk, not kept)
   bool loss_journaled = false;
   std::optional<proto::RankProgress> progress;  // from its last heartbeat that carried one
+  // Why it was lost before a restart brought it back (a killed worker runs again after a restart,
+  // but its death is still a finding, as the journal says).
+  std::string earlier_loss;
 };
 
 using analysis::Phase;

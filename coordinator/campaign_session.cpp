@@ -245,6 +245,9 @@ ReportInput Campaign::report_input(const std::string& error) const {
     if (st.lost && st.lost_reason != "bye") {
       k.lost = true;
       k.lost_reason = st.lost_reason;
+    } else if (!st.earlier_loss.empty()) {
+      k.lost = true;
+      k.lost_reason = st.earlier_loss;
     }
   }
   in.ranks.clear();
