@@ -90,13 +90,18 @@ ExactStats exact_stats(const Planner::Impl& s) {
   // The baseline is itself a median of few pair medians: its own spread adds to each pair's.
   const double base_var = med_sigma * med_sigma / static_cast<double>(fast.size());
   const double zc = s.cfg.outliers.z_cutoff;
+  // An operator's --slow-cutoff looser than the default (0.5 on a testbed whose healthy figures
+  // swing 2-3x with the load on its cores) raises the least slowdown a pair must show.
+  const double min_effect = s.cfg.outliers.rel_cutoff > 0 && s.cfg.outliers.rel_cutoff < OutlierConfig{}.rel_cutoff
+                                ? std::max(kMinEffect, -std::log(s.cfg.outliers.rel_cutoff))
+                                : kMinEffect;
   for (auto& [key, p] : st.pairs) {
     const double pm = 1.25 * st.sigma / std::sqrt(static_cast<double>(p.tests));
     const double sm = std::max(std::sqrt(pm * pm + base_var), floor);
     const double d = p.med - st.baseline;
     p.z = std::isfinite(d) ? d / sm : kInf;
-    p.slow = p.z >= zc && d >= kMinEffect;
-    p.near_cutoff = std::isfinite(p.z) && std::fabs(p.z - zc) < 2.0 && d >= 0.5 * kMinEffect;
+    p.slow = p.z >= zc && d >= min_effect;
+    p.near_cutoff = std::isfinite(p.z) && std::fabs(p.z - zc) < 2.0 && d >= 0.5 * min_effect;
     p.undecided = p.near_cutoff && std::fabs(p.z - zc) < 1.0;
     p.clear_fast = !p.slow && !p.near_cutoff;
   }
