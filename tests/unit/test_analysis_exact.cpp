@@ -31,6 +31,7 @@ struct Small {
   std::uint64_t seed = 1;
   std::vector<std::vector<int>> leaves;  // topology: leaf<i> and its nodes
   int slow_leaf = -1;                    // pairs with exactly one end in this leaf are slow
+  double rel_cutoff = 0.8;               // the operator's --slow-cutoff
 };
 
 bool crosses_slow_leaf(const Small& m, int a, int b) {
@@ -52,6 +53,7 @@ Result run(const Small& m) {
   std::normal_distribution<double> z(0.0, 1.0);
   PlannerConfig cfg;
   cfg.seed = m.seed;
+  cfg.outliers.rel_cutoff = m.rel_cutoff;
   std::vector<kiln::analysis::Switch> topo;
   for (std::size_t i = 0; i < m.leaves.size(); ++i) topo.push_back({"leaf" + std::to_string(i + 1), m.leaves[i]});
   Planner p(m.n, cfg, topo);
@@ -166,4 +168,19 @@ TEST_CASE("exact: three leaves, one uplink slow: the switch is named, its nodes 
   m.slow_leaf = -1;
   m.bad = {4};  // a slow node under a leaf is still a node: pairs inside its leaf are slow too
   CHECK(run(m).found == expect({{"node.slow", "node4"}}));
+}
+
+TEST_CASE("exact: a --slow-cutoff looser than the default raises the least slowdown a pair must show", "[analysis][exact]") {
+  Small m;
+  m.links = {{1, 4}};
+  m.factor = 1.5;
+  m.noise = 0.02;
+  const auto by_default = run(m);
+  CHECK(by_default.found.count({"link.slow", "node1<->node4"}) == 1);
+  m.rel_cutoff = 0.5;  // slow only at 2x and worse
+  const auto loose = run(m);
+  for (const auto& [code, id] : loose.found) CHECK((code != "link.slow" && code != "node.slow"));
+  m.factor = 2.5;
+  const auto severe = run(m);
+  CHECK(severe.found.count({"link.slow", "node1<->node4"}) == 1);
 }
