@@ -1,10 +1,11 @@
 # Helpers for the localization system tests on the SLURM testbed (sourced).
 source "$(dirname "${BASH_SOURCE[0]}")/slurm_lib.sh"
 
-# The testbed's 6 namespaces share 2 cores, so healthy figures swing by 2-3x; a tbf fault is a
-# 10x drop. The cut-off says "slow" only below half of the expected figure.
+# The testbed's 6 namespaces share 2 cores, so unshaped healthy figures swing by 2-3x (a pair
+# once read 2x slow under a concurrent build); a tbf fault is a 10x drop or more. The cut-off says
+# "slow" only below 0.3 of the expected figure. (The drills shape a fabric instead: drill_lib.sh.)
 LOCALIZE_ARGS=(--localize-by node --localize-bytes 4194304
-               --localize-deadline 30 --slow-cutoff 0.5 --deadline 60)
+               --localize-deadline 30 --slow-cutoff 0.3 --deadline 60)
 
 # run_localize OUT [extra kiln args...]: one campaign on all testbed nodes; sets RC.
 run_localize() {
