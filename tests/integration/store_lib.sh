@@ -72,3 +72,20 @@ rows = [json.loads(l) for l in open(out + "/results.jsonl") if '"record":"result
 assert any(r["round_id"] == plan[-1]["id"] for r in rows)
 PY
 }
+
+# rebuilt_report_same OUT RC [KEY...]: kiln report rebuilds OUT's report from the run directory
+# (exit RC) with the same findings (code and entity) and the same value of each KEY.
+rebuilt_report_same() {
+  local out=$1 rc=$2
+  shift 2
+  cp "$out/report.json" "$TMP/live.json"
+  expect_exit "$rc" "kiln report rebuilds the report" -- "$KILN" report "$out"
+  python3 - "$TMP/live.json" "$out/report.json" "$@" <<'PY' && pass "the rebuilt report has the same findings${*:+ and $*}" || bad "rebuilt report differs"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+key = lambda r: sorted((f["code"], f["entity"]["id"]) for f in r["findings"])
+assert key(a) == key(b), (key(a), key(b))
+for k in sys.argv[3:]:
+    assert a.get(k) == b.get(k), (k, a.get(k), b.get(k))
+PY
+}

@@ -33,15 +33,7 @@ rows = [l for l in open(sys.argv[1] + "/results.jsonl") if '"record":"result"' i
 assert rep["results"]["total"] == len(rows), (rep["results"]["total"], len(rows))
 PY
 # The journal holds the same fates: a report rebuilt from the run directory says the same.
-cp "$OUT/report.json" "$TMP/live.json"
-expect_exit 1 "kiln report rebuilds the report" -- "$KILN" report "$OUT"
-python3 - "$TMP/live.json" "$OUT/report.json" <<'PY' && pass "the rebuilt report has the same findings, ranks and totals" || bad "rebuilt report differs"
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-key = lambda r: sorted((f["code"], f["entity"]["id"]) for f in r["findings"])
-assert key(a) == key(b), (key(a), key(b))
-assert a["ranks"] == b["ranks"] and a["results"] == b["results"] and a["verdict"] == b["verdict"]
-PY
+rebuilt_report_same "$OUT" 1 ranks results verdict
 sleep 0.5
 pgrep -f "$WORKER" >/dev/null && bad "kiln-worker processes left behind" || pass "no workers left behind"
 finish
