@@ -163,12 +163,19 @@ void from_json(const nlohmann::json& j, Hello& m) {
 
 void to_json(nlohmann::json& j, const Welcome& m) {
   j = {{"run_id", m.run_id}, {"heartbeat_s", m.heartbeat_s}};
+  if (!m.ranks.empty()) j["ranks"] = m.ranks;
 }
 void from_json(const nlohmann::json& j, Welcome& m) {
   j.at("run_id").get_to(m.run_id);
   m.heartbeat_s = j.value("heartbeat_s", 2.0);
   if (!std::isfinite(m.heartbeat_s) || m.heartbeat_s < 0.05 || m.heartbeat_s > 600)
     throw ProtocolError("welcome heartbeat_s out of bounds");
+  if (auto it = j.find("ranks"); it != j.end()) {
+    it->get_to(m.ranks);
+    if (m.ranks.size() > kMaxRanksPerConnection) throw ProtocolError("welcome names too many ranks");
+    for (int r : m.ranks)
+      if (r < 0) throw ProtocolError("welcome names a negative rank");
+  }
 }
 
 void to_json(nlohmann::json& j, const TestSpec& m) { j = {{"key", m.key}, {"params", m.params}}; }

@@ -92,6 +92,10 @@ struct Welcome {
   static constexpr MsgType kType = MsgType::Welcome;
   std::string run_id;
   double heartbeat_s = 2.0;
+  // The campaign ranks of the hello's ranks, in its order, when they are not the MPI ranks it
+  // gave: after a restart that lost a node, the new step numbers its ranks afresh, and the
+  // coordinator names each by the host and local rank it had before. Empty: the hello's own.
+  std::vector<int> ranks;
 };
 
 struct TestSpec {

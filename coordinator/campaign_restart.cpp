@@ -41,6 +41,12 @@ void Campaign::restart_if_untrusted(const RoundRecord& rr) {
     pump(std::min(until, Clock::now() + std::chrono::milliseconds(200)));
   for (int r : live) lose(ranks_.at(r), "bye");  // gone, or about to be stopped with the launch
   pump(Clock::now());
+  // The new step numbers its ranks afresh: where a node is gone, the ranks after it move down. Each
+  // rank keeps its name by the place it runs on (host and local rank).
+  ResultServer::RankPlaces places;
+  for (const auto& [r, st] : ranks_)
+    if (st.joined) places[{st.host, st.info.local_rank}] = r;
+  server_->rename_ranks(std::move(places));
   try {
     launcher_.relaunch(*launch_req_, kLeaveGrace);
   } catch (const std::exception& e) {

@@ -105,6 +105,7 @@ struct ResultServer::Impl {
   std::thread thread;
   std::map<SessionId, std::shared_ptr<Session>> sessions;
   std::map<int, SessionId> rank_owner;
+  ResultServer::RankPlaces places;  // empty: a hello's ranks are the campaign's (rename_ranks)
   std::map<std::string, int> unauthed_by_ip;
   int unauthed = 0;
   SessionId next_id = 1;
@@ -271,6 +272,24 @@ struct ResultServer::Impl {
                                         std::to_string(proto::kProtocolVersion) + ")");
       return;
     }
+    std::vector<int> renamed;
+    if (!places.empty()) {
+      for (std::size_t i = 0; i < h.ranks.size(); ++i) {
+        const int local = h.info_of(i).local_rank;
+        const auto it = places.find({h.host, local});
+        if (it == places.end()) {
+          reject(s, "bad_rank", "no rank of this campaign ran on " + printable(h.host) + " as local rank " +
+                                    std::to_string(local) + " before the workers restarted");
+          return;
+        }
+        renamed.push_back(it->second);
+      }
+      for (std::size_t i = 0; i < h.ranks.size(); ++i) {
+        h.ranks[i] = renamed[i];
+        if (h.rank_info.empty()) h.info.world_rank = renamed[i];
+        else h.rank_info[i].world_rank = renamed[i];
+      }
+    }
     for (int r : h.ranks) {
       if (r < 0 || r >= opts.world_size) {
         reject(s, "bad_rank", "rank " + std::to_string(r) + " outside 0.." + std::to_string(opts.world_size - 1));
@@ -292,7 +311,7 @@ struct ResultServer::Impl {
     s->ranks = h.ranks;
     std::sort(s->ranks.begin(), s->ranks.end());
     for (int r : h.ranks) rank_owner[r] = s->id;
-    s->queue(proto::seal_welcome(opts.secret, s->nonce, h.client_nonce, proto::Welcome{opts.run_id, opts.heartbeat_s}));
+    s->queue(proto::seal_welcome(opts.secret, s->nonce, h.client_nonce, proto::Welcome{opts.run_id, opts.heartbeat_s, renamed}));
     s->channel = proto::Channel(opts.secret, s->nonce, h.client_nonce, proto::Channel::Side::Coordinator);
     s->next_beat = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.heartbeat_s));
     events.push(Event{Event::Kind::Joined, s->id, std::move(h), {}, {}, s->peer});
@@ -464,6 +483,10 @@ void ResultServer::send_text(SessionId id, std::string payload) {
 }
 
 void ResultServer::ack(SessionId id, std::uint64_t seq) { send(id, proto::wrap(proto::Ack{seq})); }
+
+void ResultServer::rename_ranks(RankPlaces places) {
+  asio::post(impl_->io, [im = impl_.get(), p = std::move(places)]() mutable { im->places = std::move(p); });
+}
 
 void ResultServer::close(SessionId id, const std::string& reason) {
   asio::post(impl_->io, [im = impl_.get(), id, reason] {

@@ -6,9 +6,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -58,6 +60,11 @@ class ResultServer {
   void send_text(SessionId s, std::string payload);  // a message already serialised
   void ack(SessionId s, std::uint64_t seq);
   void close(SessionId s, const std::string& reason);
+  // From now on a hello's ranks are renamed: the rank on (host, local rank) is the campaign rank
+  // given here, whatever MPI rank it says (a restart's new step numbers its ranks afresh once a
+  // node is gone); a rank on a place not given is refused. The welcome tells the worker its name.
+  using RankPlaces = std::map<std::pair<std::string, int>, int>;
+  void rename_ranks(RankPlaces places);
 
  private:
   struct Impl;

@@ -217,6 +217,12 @@ void CoordinatorLink::handshake() {
   }
   channel_ = proto::Channel(secret_, ch.nonce, h.client_nonce, proto::Channel::Side::Worker);
   run_id_ = w.run_id;
+  names_ = w.ranks;
+  if (!names_.empty()) {
+    if (names_.size() != h.ranks.size()) throw LinkError("the coordinator's welcome names " + std::to_string(names_.size()) +
+                                                         " ranks for a hello of " + std::to_string(h.ranks.size()));
+    campaign_rank_ = names_.front();
+  }
   welcome_heartbeat_s_ = w.heartbeat_s > 0 ? w.heartbeat_s : 2.0;
   ready(welcome_heartbeat_s_);
 }

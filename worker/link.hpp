@@ -63,6 +63,12 @@ class Link {
   virtual bool closed() const = 0;
   virtual double silent_s() const = 0;  // seconds since the last frame from the other end
   virtual std::string close_reason() const = 0;
+  // The campaign rank the coordinator calls this rank by, when it is not the MPI rank (after a
+  // restart that lost a node, proto::Welcome::ranks); -1: the MPI rank. Set while connecting.
+  int campaign_rank() const { return campaign_rank_; }
+
+ protected:
+  int campaign_rank_ = -1;
 };
 
 // A framed byte stream with a background thread that owns the socket: it sends queued frames (the
@@ -147,6 +153,8 @@ class CoordinatorLink : public StreamLink {
   void connect(std::chrono::milliseconds timeout);
   const std::string& run_id() const { return run_id_; }
   double heartbeat_s() const { return welcome_heartbeat_s_; }
+  // The welcome's campaign ranks, parallel to the hello's ranks; empty: the hello's own.
+  const std::vector<int>& names() const { return names_; }
 
  protected:
   std::string seal(const nlohmann::json& msg) override { return channel_.seal(msg); }
@@ -162,6 +170,7 @@ class CoordinatorLink : public StreamLink {
   LinkIdentity who_;
   proto::Channel channel_;
   std::string run_id_;
+  std::vector<int> names_;
   double welcome_heartbeat_s_ = 2.0;
 };
 

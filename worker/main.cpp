@@ -169,7 +169,7 @@ std::unique_ptr<Link> open_link(const Config& c, const NodeInfo& node, const Pro
   const int rank = node.world_rank;
   const auto relay = node_relay(c, node);
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(c.connect_timeout * 1000));
-  ProgressSource mine = [&progress, rank] { return std::vector<proto::RankProgress>{progress.snapshot(rank)}; };
+  ProgressSource mine = [&progress] { return std::vector<proto::RankProgress>{progress.snapshot()}; };
   try {
     if (relay.name.empty()) {
       const auto [ep, secret] = coordinator_of(c, rank);
@@ -198,15 +198,32 @@ std::unique_ptr<Link> open_link(const Config& c, const NodeInfo& node, const Pro
   }
 }
 
-int run_connected(const Config& c, const NodeInfo& node, const Faults& faults) {
-  const int rank = node.world_rank;
+// After a restart that lost a node, the new step's MPI ranks are not the campaign's: the coordinator
+// named each rank in its welcome (by host and local rank). Every rank learns every rank's name, so
+// that the groups the coordinator sends (in campaign ranks) map to MPI ranks. Collective.
+std::vector<int> campaign_names(int mine) {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<int> all(static_cast<std::size_t>(size));
+  MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  return all;
+}
+
+int run_connected(const Config& c, NodeInfo node, const Faults& faults) {
   Progress progress;  // outlives the link, whose I/O thread reads it
+  progress.rank(node.world_rank);
   auto owned = open_link(c, node, progress);
   Link& link = *owned;
+  const int mpi_rank = node.world_rank;
+  const auto names = campaign_names(link.campaign_rank() >= 0 ? link.campaign_rank() : mpi_rank);
+  node.world_rank = names[static_cast<std::size_t>(mpi_rank)];  // what the coordinator calls us
+  progress.rank(node.world_rank);
+  const int rank = node.world_rank;
   // Off while the campaign is ending normally: the watchdog is destroyed before the link closes.
   std::optional<Watchdog> watchdog;
   if (c.watchdog > 0) watchdog.emplace(link, c.watchdog, rank);
   Runner runner(node, faults, [&](const Record& r) { link.send_record(r); }, &progress);
+  runner.mpi_ranks(names);
   const bool debug = std::getenv("KILN_DEBUG") != nullptr;
   bool restart = false;  // the coordinator will launch the workers again
   for (;;) {

@@ -41,9 +41,12 @@ class Progress {
   // The group peer (index in the group) the rank now waits on; -1 when it is not known.
   void waiting_on(int peer) { waiting_on_.store(peer, std::memory_order_relaxed); }
 
-  proto::RankProgress snapshot(int rank) const {
+  // The rank the heartbeats speak for: its campaign rank once the coordinator has named it.
+  void rank(int r) { rank_.store(r, std::memory_order_relaxed); }
+
+  proto::RankProgress snapshot() const {
     proto::RankProgress p;
-    p.rank = rank;
+    p.rank = rank_.load(std::memory_order_relaxed);
     {
       std::lock_guard lk(mu_);
       p.check = key_;
@@ -58,6 +61,7 @@ class Progress {
  private:
   mutable std::mutex mu_;
   std::string key_;
+  std::atomic<int> rank_{-1};
   std::atomic<std::int64_t> round_{-1};
   std::atomic<std::uint64_t> ops_{0};
   std::atomic<int> waiting_on_{-1};

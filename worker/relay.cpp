@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 
 #include "common/channel.hpp"
 #include "common/text.hpp"
@@ -54,7 +55,9 @@ void RelayClient::connect(const std::string& name, const relay::Hello& me, Clock
   const auto first = proto::parse_body(read_one_blocking(deadline));
   if (proto::type_of(first) == proto::MsgType::Error)
     throw LinkError("the node agent refused us: " + printable(first.value("message", std::string("?"))));
-  ready(proto::unwrap<proto::Welcome>(first).heartbeat_s);
+  const auto w = proto::unwrap<proto::Welcome>(first);
+  if (!w.ranks.empty()) campaign_rank_ = w.ranks.front();
+  ready(w.heartbeat_s);
 }
 
 NodeAgent::NodeAgent(int listen_fd, AgentSetup setup) : listen_fd_(listen_fd), setup_(std::move(setup)) {
@@ -79,11 +82,24 @@ void NodeAgent::connect() {
   gather_hellos(Clock::now() + timeout);
   ::close(listen_fd_);  // nobody else may join once the hello is sent
   listen_fd_ = -1;
-  link_ = std::make_unique<CoordinatorLink>(setup_.coordinator, setup_.secret, identity());
+  const LinkIdentity who = identity();
+  link_ = std::make_unique<CoordinatorLink>(setup_.coordinator, setup_.secret, who);
   link_->notify(notify_[1]);
   link_->connect(timeout);
-  const auto welcome = relay::frame(proto::wrap(proto::Welcome{link_->run_id(), kRelayHeartbeatS}));
-  for (auto& p : peers_) queue_to(*p, welcome);
+  // Renamed by the coordinator (a restart that lost a node): each local rank is told its name,
+  // and is known by it from now on.
+  const auto& names = link_->names();  // parallel to who.ranks (CoordinatorLink checks)
+  if (!names.empty()) {
+    campaign_rank_ = names.front();
+    std::map<int, int> name_of;
+    for (std::size_t i = 0; i < names.size(); ++i) name_of[who.ranks[i]] = names[i];
+    for (auto& p : peers_) p->rank = name_of.at(p->rank);
+  }
+  for (auto& p : peers_) {
+    proto::Welcome w{link_->run_id(), kRelayHeartbeatS};
+    if (!names.empty()) w.ranks = {p->rank};
+    queue_to(*p, relay::frame(proto::wrap(w)));
+  }
 }
 
 // The local ranks connect and say who they are; the agent waits for all of them, or until the

@@ -101,6 +101,16 @@ void Runner::end(const proto::Round& round, const std::string& key, int group, S
   emit_(Record(std::move(e)));
 }
 
+void Runner::mpi_ranks(const std::vector<int>& campaign_of_mpi) {
+  mpi_of_.clear();
+  bool same = true;
+  for (std::size_t m = 0; m < campaign_of_mpi.size(); ++m) {
+    mpi_of_[campaign_of_mpi[m]] = static_cast<int>(m);
+    same = same && campaign_of_mpi[m] == static_cast<int>(m);
+  }
+  if (same) mpi_of_.clear();
+}
+
 void Runner::run_test(const proto::Round& round, std::size_t index) {
   const auto& spec = round.tests[index];
   auto test = Registry::instance().create(spec.key);
@@ -139,14 +149,27 @@ void Runner::run_test(const proto::Round& round, std::size_t index) {
               faults_, progress_};
   if (progress_) progress_->begin(spec.key, round.id);
   MPI_Comm group_comm = MPI_COMM_NULL;
-  if (scope == Scope::Group && !members_alive(node_.world_rank, members, round.id, index, ctx.deadline, progress_)) {
+  // The group in MPI ranks, for MPI's calls; members (and what the checks report) stay campaign ranks.
+  std::vector<int> mpi_members = members;
+  if (!mpi_of_.empty()) {
+    for (auto& m : mpi_members) {
+      const auto it = mpi_of_.find(m);
+      if (it == mpi_of_.end()) {
+        status_result(Status::Error, "rank " + std::to_string(m) + " of the group is not in this step of the job", 0, group_id);
+        return;
+      }
+      m = it->second;
+    }
+  }
+  const int mpi_me = mpi_of_.empty() ? node_.world_rank : mpi_of_.at(node_.world_rank);
+  if (scope == Scope::Group && !members_alive(mpi_me, mpi_members, round.id, index, ctx.deadline, progress_)) {
     status_result(Status::Timeout, "a member of the group never arrived (dead or hung rank)", deadline_s, group_id);
     return;
   }
   if (scope == Scope::Group) {
     MPI_Group world_group, g;
     MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-    MPI_Group_incl(world_group, static_cast<int>(members.size()), members.data(), &g);
+    MPI_Group_incl(world_group, static_cast<int>(mpi_members.size()), mpi_members.data(), &g);
     // Collective over the group only: other groups and absent ranks are never waited for.
     const int tag = static_cast<int>((round.id * 16 + static_cast<std::int64_t>(index)) % 30000);
     const int rc = MPI_Comm_create_group(MPI_COMM_WORLD, g, tag, &group_comm);

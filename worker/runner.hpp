@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <vector>
 
 #include "common/protocol.hpp"
 #include "worker/check.hpp"
@@ -19,6 +21,9 @@ class Runner {
   Runner(const NodeInfo& node, const Faults& faults, Emit emit, Progress* progress = nullptr)
       : node_(node), faults_(faults), emit_(std::move(emit)), progress_(progress) {}
   void run_round(const proto::Round& round);
+  // The campaign rank of each MPI rank (index), when they differ (after a restart that lost a
+  // node); groups arrive in campaign ranks. Default: the same.
+  void mpi_ranks(const std::vector<int>& campaign_of_mpi);
 
  private:
   void run_test(const proto::Round& round, std::size_t index);
@@ -28,6 +33,7 @@ class Runner {
   const Faults& faults_;
   Emit emit_;
   Progress* progress_;
+  std::map<int, int> mpi_of_;  // campaign rank -> MPI rank; empty: the same
 };
 
 }  // namespace kiln::worker

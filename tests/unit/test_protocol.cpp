@@ -112,6 +112,11 @@ TEST_CASE("every message type survives a JSON round trip", "[protocol]") {
   auto w = round_trip(Welcome{"run1", 2.5});
   CHECK(w.run_id == "run1");
   CHECK(w.heartbeat_s == 2.5);
+  CHECK(w.ranks.empty());
+  CHECK_FALSE(wrap(Welcome{"run1", 2.5}).contains("ranks"));  // as before: an older worker reads it
+  CHECK(round_trip(Welcome{"run1", 2.5, {4, 5}}).ranks == std::vector<int>{4, 5});
+  CHECK_THROWS_AS(unwrap<Welcome>(json{{"type", "welcome"}, {"run_id", "r"}, {"ranks", {-1}}}), ProtocolError);
+  CHECK_THROWS_AS(unwrap<Welcome>(json{{"type", "welcome"}, {"run_id", "r"}, {"ranks", "x"}}), std::exception);
 
   Round r;
   r.id = 42;

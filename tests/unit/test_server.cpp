@@ -83,12 +83,14 @@ struct Client {
   proto::Hello hello(const std::string& secret, int rank, const std::string& host = "test") {
     return hello_ranks(secret, {rank}, host);
   }
-  proto::Hello hello_ranks(const std::string& secret, std::vector<int> ranks, const std::string& host = "test") {
+  proto::Hello hello_ranks(const std::string& secret, std::vector<int> ranks, const std::string& host = "test",
+                           std::vector<NodeInfo> rank_info = {}) {
     auto ch = recv();
     REQUIRE(ch);
     nonce = proto::unwrap<proto::Challenge>(*ch).nonce;
     proto::Hello h;
     h.ranks = std::move(ranks);
+    h.rank_info = std::move(rank_info);
     h.world_size = 4;
     h.host = host;
     h.client_nonce = client_nonce = auth::random_hex(32);
@@ -454,4 +456,38 @@ TEST_CASE("a campaign thread that falls behind slows the workers down instead of
       }
   }
   CHECK(got == 210000);
+}
+
+TEST_CASE("after a restart that lost a node, ranks keep their campaign names by host and local rank", "[server][restart]") {
+  Fixture f;
+  // Before: node a had ranks 0,1 and node c ranks 2,3 (node b, between them, is gone). The new
+  // step numbers c's ranks 0,1 and a's 2,3: each is named by its place.
+  f.srv->rename_ranks({{{"a", 0}, 0}, {{"a", 1}, 1}, {{"c", 0}, 2}, {{"c", 1}, 3}});
+  auto info = [](int local) {
+    NodeInfo n;
+    n.local_rank = local;
+    return n;
+  };
+  Client c(f.port());
+  c.hello_ranks(f.o.secret, {0, 1}, "c", {info(0), info(1)});
+  auto w = c.recv_body();
+  REQUIRE(w);
+  const auto welcome = proto::open_welcome(f.o.secret, c.nonce, c.client_nonce, *w);
+  CHECK(welcome.ranks == std::vector<int>{2, 3});
+  std::vector<int> joined;
+  for (auto& e : f.drain(0.3))
+    if (e.kind == Event::Kind::Joined) joined = e.hello.ranks;
+  CHECK(joined == std::vector<int>{2, 3});
+  SECTION("a rank on a place the campaign never had is refused, and says why") {
+    Client stranger(f.port());
+    stranger.hello_ranks(f.o.secret, {2}, "b", {info(0)});
+    const auto e = proto::unwrap<proto::Error>(*stranger.recv());
+    CHECK(e.code == "bad_rank");
+    CHECK(e.message.find("on b as local rank 0") != std::string::npos);
+  }
+  SECTION("a second hello for a place already back is a duplicate") {
+    Client again(f.port());
+    again.hello_ranks(f.o.secret, {3}, "c", {info(1)});
+    CHECK(proto::unwrap<proto::Error>(*again.recv()).code == "duplicate_rank");
+  }
 }
