@@ -3,10 +3,12 @@
 // campaign.json ("config"), so that kiln resume starts the same campaign again.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <boost/program_options/options_description.hpp>
 #include <nlohmann/json.hpp>
 
 #include "coordinator/campaign.hpp"
@@ -43,6 +45,8 @@ struct RunConfig {
   bool only_allocation = false;
   std::string spec;      // --spec: a spec file, "none", or "" (match the shipped profiles)
   std::string optional;  // --optional: checks a verdict does not need, on top of the spec's
+  bool drain = false;    // --drain: drain on the findings at the end (only printed without yes)
+  bool yes = false;
 };
 
 // The settings kiln resume needs (not out, not quiet), as campaign.json keeps them.
@@ -69,5 +73,14 @@ int run_campaign(const RunConfig& c, coord::CampaignOptions& o, const std::optio
 int cmd_run(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
 int cmd_resume(const std::vector<std::string>& args);
+int cmd_drain(const std::vector<std::string>& args);
+// Parses `kiln CMD RUN_DIR [options]`: desc holds the command's own options (--help is added). On
+// --help prints desc and exit_codes and sets help. Checks RUN_DIR is a directory no coordinator
+// holds. Returns the error, or "".
+std::string parse_run_dir_args(const std::vector<std::string>& args, boost::program_options::options_description& desc,
+                               const std::string& exit_codes, std::string& dir, bool& help);
+int cmd_undrain(const std::vector<std::string>& args);
+// Drains what RUN_DIR/report.json says to (cli_drain.cpp); prints only, without yes. The exit code.
+int run_drain(const std::filesystem::path& dir, bool yes);
 
 }  // namespace kiln::cli

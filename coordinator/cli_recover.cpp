@@ -17,20 +17,11 @@ namespace kiln::cli {
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
-namespace {
-
-struct RecoverArgs {
-  std::string dir;
-  bool quiet = false;
-  bool help = false;
-};
-
-// Parses `kiln report|resume RUN_DIR [--quiet]`; returns the error, or "".
-std::string parse_recover_args(const std::vector<std::string>& args, const std::string& usage, RecoverArgs& a) {
-  po::options_description desc(usage + "\n\noptions");
-  desc.add_options()("help,h", "show this help")("quiet,q", po::bool_switch(&a.quiet), "no progress lines on stderr");
+std::string parse_run_dir_args(const std::vector<std::string>& args, po::options_description& desc,
+                               const std::string& exit_codes, std::string& dir, bool& help) {
+  desc.add_options()("help,h", "show this help");
   po::options_description hidden;
-  hidden.add_options()("dir", po::value(&a.dir));
+  hidden.add_options()("dir", po::value(&dir));
   po::options_description all;
   all.add(desc).add(hidden);
   po::positional_options_description pos;
@@ -43,15 +34,31 @@ std::string parse_recover_args(const std::vector<std::string>& args, const std::
     return e.what();
   }
   if (vm.count("help")) {
-    std::cout << desc << "\nExit codes: 0 pass, 1 fail or incomplete, 2 the campaign could not run (or is unfinished).\n";
-    a.help = true;
+    std::cout << desc << "\n" << exit_codes << "\n";
+    help = true;
     return "";
   }
-  if (a.dir.empty()) return "name the run directory (RUN_DIR)";
-  if (!fs::is_directory(a.dir)) return a.dir + " is not a directory";
-  if (coord::campaign_running(a.dir))
-    return "a coordinator is still running the campaign in " + a.dir + " (it holds results.jsonl); wait for it to end";
+  if (dir.empty()) return "name the run directory (RUN_DIR)";
+  if (!fs::is_directory(dir)) return dir + " is not a directory";
+  if (coord::campaign_running(dir))
+    return "a coordinator is still running the campaign in " + dir + " (it holds results.jsonl); wait for it to end";
   return "";
+}
+
+namespace {
+
+struct RecoverArgs {
+  std::string dir;
+  bool quiet = false;
+  bool help = false;
+};
+
+// Parses `kiln report|resume RUN_DIR [--quiet]`; returns the error, or "".
+std::string parse_recover_args(const std::vector<std::string>& args, const std::string& usage, RecoverArgs& a) {
+  po::options_description desc(usage + "\n\noptions");
+  desc.add_options()("quiet,q", po::bool_switch(&a.quiet), "no progress lines on stderr");
+  return parse_run_dir_args(args, desc, "Exit codes: 0 pass, 1 fail or incomplete, 2 the campaign could not run (or is unfinished).",
+                            a.dir, a.help);
 }
 
 }  // namespace

@@ -81,6 +81,10 @@ po::options_description run_options(RunConfig& c) {
        "seconds to wait for all workers to connect (and to connect again after a restart)")
       ("mpirun-arg", po::value(&c.mpirun_args)->composing(), "extra argument for mpirun (repeatable)")
       ("quiet,q", po::bool_switch(&c.quiet), "no progress lines on stderr")
+      ("drain", po::bool_switch(&c.drain),
+       "slurm: at the end, drain the nodes with confirmed findings that take a node out of service (as kiln drain "
+       "RUN_DIR: reason \"kiln <code> <run-id>\"); without --yes only print the scontrol commands")
+      ("yes,y", po::bool_switch(&c.yes), "with --drain: run the scontrol commands")
       ("only-allocation", po::bool_switch(&c.only_allocation),
        "slurm: accept connections only from the allocation's node addresses (SLURM's NodeAddr; they must be "
        "IP addresses, and workers must reach the coordinator from them)")
@@ -249,6 +253,8 @@ std::string check_run_config(RunConfig& c) {
     c.launcher = slurm_nodes || (coord::on_path("sbatch") && !c.ranks_given) ? "slurm" : "local";
   if (c.launcher != "local" && c.launcher != "none" && c.launcher != "slurm")
     return "unknown launcher '" + c.launcher + "' (want local, slurm, none or auto)";
+  if (c.drain && c.launcher != "slurm") return "--drain needs the slurm launcher (the nodes are SLURM's to drain)";
+  if (c.yes && !c.drain) return "--yes goes with --drain";
   if (c.launcher != "slurm" && slurm_nodes)
     return "--nodelist, --partition and --nodes need the slurm launcher (got --launcher " + c.launcher + ")";
   if (c.launcher == "slurm" && !coord::on_path("sbatch"))
@@ -384,7 +390,10 @@ int run_campaign(const RunConfig& c, coord::CampaignOptions& o, const std::optio
     if (c.launcher == "none")
       std::cerr << "kiln: start the workers with KILN_COORDINATOR from " << (o.out / "campaign.json").string()
                 << " and KILN_SECRET_FILE=" << fs::absolute(o.out / "secret").string() << std::endl;
-    return campaign.run();
+    const int rc = campaign.run();
+    if (!c.drain || rc == 2) return rc;  // a campaign that could not run has no verdict to drain on
+    const int drc = run_drain(o.out, c.yes);
+    return drc != 0 ? drc : rc;
   } catch (const std::exception& e) {
     return fail(e.what());
   }

@@ -34,6 +34,8 @@ commands:
   run        launch kiln-worker on the nodes and run a campaign
   report     rebuild RUN_DIR/report.json from what the run directory holds
   resume     continue a campaign whose coordinator died (or stopped on an error)
+  drain      drain the nodes a run's confirmed findings take out of service (SLURM)
+  undrain    resume exactly the nodes a run drained
   simulate   run the localization planner against a model cluster
   catalog    print the findings catalog (code, severity, meaning, next step)
   spec       check a spec file: what each class of node should have and do (docs/spec.md)
@@ -250,6 +252,8 @@ int main(int argc, char** argv) {
   if (cmd == "run") return cli::cmd_run(rest);
   if (cmd == "report") return cli::cmd_report(rest);
   if (cmd == "resume") return cli::cmd_resume(rest);
+  if (cmd == "drain") return cli::cmd_drain(rest);
+  if (cmd == "undrain") return cli::cmd_undrain(rest);
   if (cmd == "simulate") return cmd_simulate(rest);
   if (cmd == "catalog") return cmd_catalog(rest);
   if (cmd == "spec") return cmd_spec(rest);
