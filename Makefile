@@ -5,7 +5,7 @@ RANKS ?= 4
 DEMO_OUT ?= kiln-runs/demo-$(shell date +%Y%m%d-%H%M%S)
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build demo test unit clean
+.PHONY: all deps configure build demo test unit install clean
 
 all: build
 
@@ -30,6 +30,11 @@ test: build
 
 unit: build
 	@cd $(BUILD) && ctest -L unit --output-on-failure
+
+# Lays out PREFIX/bin (kiln, kiln-worker), PREFIX/share/kiln/{jobs,profiles} and PREFIX/share/doc/kiln.
+PREFIX ?= /usr/local
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD)

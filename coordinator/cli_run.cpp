@@ -40,6 +40,19 @@ fs::path self_dir() {
   return ec ? fs::current_path() : p.parent_path();
 }
 
+// The sbatch template: an installed kiln's (PREFIX/bin/kiln -> PREFIX/share/kiln/jobs), else the
+// source tree's that this build came from (build/bin/kiln).
+fs::path default_job_template() {
+  const fs::path installed = self_dir() / ".." / "share" / "kiln" / "jobs" / "burnin.sbatch.in";
+  std::error_code ec;
+  if (fs::exists(installed, ec)) return installed.lexically_normal();
+#ifdef KILN_JOBS_DIR
+  return fs::path(KILN_JOBS_DIR) / "burnin.sbatch.in";
+#else
+  return installed.lexically_normal();
+#endif
+}
+
 std::string make_run_id() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
@@ -65,7 +78,8 @@ po::options_description run_options(RunConfig& c) {
       ("ranks-per-node", po::value(&c.ranks_per_node),
        "slurm: worker ranks per node (default: one per GPU that SLURM schedules on the nodes, from their "
        "Gres, and sbatch is asked for those GPUs; one on nodes without GPUs)")
-      ("job-template", po::value(&c.job_template), "sbatch template for the slurm launcher (default: jobs/burnin.sbatch.in)")
+      ("job-template", po::value(&c.job_template), ("sbatch template for the slurm launcher (default: " + default_job_template().string() +
+       ": PREFIX/share/kiln/jobs next to an installed kiln, else the source tree's jobs/)").c_str())
       ("sbatch-arg", po::value(&c.sbatch_args)->composing(),
        "extra sbatch option for the slurm launcher, e.g. --sbatch-arg=--time=02:00:00 (repeatable)")
       ("out,o", po::value(&c.out), "run directory (default: kiln-runs/RUN_ID)")
@@ -170,11 +184,7 @@ std::string plan_slurm(RunConfig& c, coord::CampaignOptions& o, slurm::CommandRu
   req.nodelist = c.hosts;
   req.ranks = c.ranks_given ? c.ranks : 0;
   req.ranks_per_node = c.ranks_per_node;
-#ifdef KILN_JOBS_DIR
-  req.job_template = c.job_template.empty() ? fs::path(KILN_JOBS_DIR) / "burnin.sbatch.in" : fs::path(c.job_template);
-#else
-  req.job_template = c.job_template.empty() ? self_dir() / "../share/kiln/jobs/burnin.sbatch.in" : fs::path(c.job_template);
-#endif
+  req.job_template = c.job_template.empty() ? default_job_template() : fs::path(c.job_template);
   try {
     slurm::SlurmClient client(runner);
     plan = coord::SlurmLauncher::validate(client, req);
