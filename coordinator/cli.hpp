@@ -14,6 +14,7 @@
 #include "coordinator/campaign.hpp"
 #include "coordinator/localize.hpp"
 #include "coordinator/slurm_launcher.hpp"
+#include "coordinator/step_launcher.hpp"
 #include "slurm/command_runner.hpp"
 
 namespace kiln::cli {
@@ -49,6 +50,13 @@ struct RunConfig {
   bool yes = false;
 };
 
+// What the launcher needs, found while checking the config: a SLURM request (sbatch), or the
+// allocation kiln runs in (--launcher step).
+struct LaunchPlan {
+  std::optional<coord::SlurmPlan> slurm;
+  std::optional<coord::Allocation> step;
+};
+
 // The settings kiln resume needs (not out, not quiet), as campaign.json keeps them.
 void to_json(nlohmann::json& j, const RunConfig& c);
 void from_json(const nlohmann::json& j, RunConfig& c);
@@ -63,17 +71,23 @@ std::string check_run_config(RunConfig& c);
 // What a campaign needs to start, from a checked config: the plan, the listen address, the
 // localization, the worker and (slurm) the request checked against the cluster. Returns the
 // error, or an empty string. o.run_id and o.out are the caller's.
-std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::CommandRunner& runner,
-                             std::optional<coord::SlurmPlan>& plan);
+std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::CommandRunner& runner, LaunchPlan& plan);
 
 // Starts the launcher and runs the campaign to its end (or takes over `resume`); the exit code.
-int run_campaign(const RunConfig& c, coord::CampaignOptions& o, const std::optional<coord::SlurmPlan>& plan,
+int run_campaign(const RunConfig& c, coord::CampaignOptions& o, const LaunchPlan& plan,
                  slurm::CommandRunner& runner);
 
 int cmd_run(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
 int cmd_resume(const std::vector<std::string>& args);
 int cmd_drain(const std::vector<std::string>& args);
+int cmd_job(const std::vector<std::string>& args);
+// Every kiln run option, bound to c (cli_run.cpp).
+boost::program_options::options_description run_options(RunConfig& c);
+// The directory this kiln binary is in, and the sbatch template it uses by default: an installed
+// kiln's (PREFIX/share/kiln/jobs), else the source tree's it was built from.
+std::filesystem::path self_dir();
+std::filesystem::path default_job_template();
 // Parses `kiln CMD RUN_DIR [options]`: desc holds the command's own options (--help is added). On
 // --help prints desc and exit_codes and sets help. Checks RUN_DIR is a directory no coordinator
 // holds. Returns the error, or "".

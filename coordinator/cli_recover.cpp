@@ -130,7 +130,7 @@ int cmd_resume(const std::vector<std::string>& args) {
   if (auto e = check_run_config(c); !e.empty()) return fail(e);
   coord::CampaignOptions o;
   slurm::ProcessRunner slurm_runner;
-  std::optional<coord::SlurmPlan> slurm_plan;
+  LaunchPlan slurm_plan;
   if (auto e = campaign_options(c, o, slurm_runner, slurm_plan); !e.empty()) return fail(e);
   const int had = run.campaign.value("ranks", 0);
   if (had != o.ranks)

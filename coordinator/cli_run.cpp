@@ -32,7 +32,6 @@ int fail(const std::string& msg) {
   return 2;
 }
 
-namespace {
 
 fs::path self_dir() {
   std::error_code ec;
@@ -69,8 +68,10 @@ po::options_description run_options(RunConfig& c) {
       ("help,h", "show this help")
       ("launcher", po::value(&c.launcher)->default_value(c.launcher),
        "how workers start: local (mpirun on this host), none (start kiln-worker yourself with the printed "
-       "address and secret), slurm (sbatch; one rank per GPU, or per node without GPUs), auto (slurm when sbatch is on PATH, else local; "
-       "--ranks without --nodes/--nodelist/--partition means local)")
+       "address and secret), slurm (sbatch; one rank per GPU, or per node without GPUs), step (inside a SLURM allocation: "
+       "srun on the allocation's nodes, --ranks-per-node or SLURM_NTASKS_PER_NODE ranks each; kiln job render writes a "
+       "batch script that runs it), auto (step inside an allocation (SLURM_JOB_ID), else slurm when sbatch is on PATH, "
+       "else local; --ranks without --nodes/--nodelist/--partition means local)")
       ("ranks,n", po::value(&c.ranks)->default_value(c.ranks), "number of worker ranks (local/none launchers)")
       ("nodelist,w", po::value(&c.nodelist), "SLURM hostlist to run on, e.g. gpu[001-004,010]")
       ("partition,p", po::value(&c.partition), "SLURM partition")
@@ -125,6 +126,8 @@ po::options_description run_options(RunConfig& c) {
        "comma-separated checks a verdict does not need, on top of the spec's optional lists");
   return desc;
 }
+
+namespace {
 
 // Bounds every value of `kiln run` before anything is written or launched; fills c.hosts and
 // resolves --launcher auto. Returns the error, or an empty string.
@@ -214,6 +217,25 @@ std::string plan_slurm(RunConfig& c, coord::CampaignOptions& o, slurm::CommandRu
   return "";
 }
 
+// --launcher step: the allocation kiln runs in (SLURM_JOB_ID), its nodes and their addresses, and
+// SLURM's topology for the switches.
+std::string plan_step(RunConfig& c, coord::CampaignOptions& o, slurm::CommandRunner& runner,
+                      std::optional<coord::Allocation>& alloc) {
+  try {
+    slurm::SlurmClient client(runner);
+    alloc = coord::current_allocation(client, c.ranks_per_node);
+    o.leaves = leaf_switches(client);
+  } catch (const std::exception& e) {
+    return std::string("--launcher step: ") + e.what();
+  }
+  o.ranks = alloc->ranks();
+  o.expected_nodes = alloc->nodes;
+  o.allowed_hosts.insert(alloc->nodes.begin(), alloc->nodes.end());
+  o.launcher_args.clear();
+  if (o.advertise_host.empty() && (o.listen.host == "0.0.0.0" || o.listen.host == "::"))
+    o.advertise_host = coord::reachable_address(alloc->addresses);
+  return "";
+}
 
 nlohmann::json localization_section(const coord::LocalizeOptions& lo, const coord::LocalizeOutcome& out) {
   nlohmann::json section = {{"ran", out.ran},     {"by", lo.by},         {"test", lo.test},
@@ -259,11 +281,18 @@ std::string check_run_config(RunConfig& c) {
   const bool slurm_nodes = !c.hosts.empty() || !c.partition.empty() || c.nodes_given;
   // auto: SLURM where sbatch is installed or a node set is asked for; --ranks alone asks for
   // ranks on this host.
-  if (c.launcher == "auto")
-    c.launcher = slurm_nodes || (coord::on_path("sbatch") && !c.ranks_given) ? "slurm" : "local";
-  if (c.launcher != "local" && c.launcher != "none" && c.launcher != "slurm")
-    return "unknown launcher '" + c.launcher + "' (want local, slurm, none or auto)";
-  if (c.drain && c.launcher != "slurm") return "--drain needs the slurm launcher (the nodes are SLURM's to drain)";
+  if (c.launcher == "auto") {
+    const char* job = std::getenv("SLURM_JOB_ID");
+    if (job && *job && !slurm_nodes && !c.ranks_given) c.launcher = "step";
+    else c.launcher = slurm_nodes || (coord::on_path("sbatch") && !c.ranks_given) ? "slurm" : "local";
+  }
+  if (c.launcher != "local" && c.launcher != "none" && c.launcher != "slurm" && c.launcher != "step")
+    return "unknown launcher '" + c.launcher + "' (want local, slurm, step, none or auto)";
+  const bool on_slurm = c.launcher == "slurm" || c.launcher == "step";
+  if (c.drain && !on_slurm) return "--drain needs the slurm or step launcher (the nodes are SLURM's to drain)";
+  if (c.launcher == "step" && slurm_nodes)
+    return "--launcher step runs on the allocation it is in: --nodelist, --partition and --nodes are sbatch's to give";
+  if (c.launcher == "step" && !coord::on_path("srun")) return "the step launcher needs srun, which is not on PATH";
   if (c.yes && !c.drain) return "--yes goes with --drain";
   if (c.launcher != "slurm" && slurm_nodes)
     return "--nodelist, --partition and --nodes need the slurm launcher (got --launcher " + c.launcher + ")";
@@ -272,7 +301,7 @@ std::string check_run_config(RunConfig& c) {
   if (c.ranks < 1) return "--ranks must be at least 1 (got " + std::to_string(c.ranks) + ")";
   if (c.ranks_per_node < 0 || c.ranks_per_node > 1024)
     return "--ranks-per-node must be 1-1024 (got " + std::to_string(c.ranks_per_node) + ")";
-  if (c.ranks_per_node > 0 && c.launcher != "slurm") return "--ranks-per-node needs the slurm launcher (use --ranks)";
+  if (c.ranks_per_node > 0 && !on_slurm) return "--ranks-per-node needs the slurm or step launcher (use --ranks)";
   if (c.ranks_per_node > 0 && c.ranks_given) return "give --ranks or --ranks-per-node, not both";
   if (c.launcher == "local" && c.ranks > 4096)
     return "--ranks " + std::to_string(c.ranks) + " is more than the local launcher supports (4096)";
@@ -347,8 +376,7 @@ void from_json(const nlohmann::json& j, RunConfig& c) {
   c.optional = j.value("optional", d.optional);
 }
 
-std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::CommandRunner& runner,
-                             std::optional<coord::SlurmPlan>& plan) {
+std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::CommandRunner& runner, LaunchPlan& plan) {
   try {
     o.tests = parse_plan(c);
   } catch (const std::invalid_argument& e) {
@@ -360,7 +388,7 @@ std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::Com
   o.quiet = c.quiet;
   o.launcher_args = c.mpirun_args;
   try {
-    const char* default_listen = c.launcher == "slurm" ? "0.0.0.0:0" : "127.0.0.1:0";
+    const char* default_listen = c.launcher == "slurm" || c.launcher == "step" ? "0.0.0.0:0" : "127.0.0.1:0";
     o.listen = net::parse_endpoint(c.listen.empty() ? default_listen : c.listen, /*allow_zero=*/true);
   } catch (const std::exception& e) {
     return std::string("--listen: ") + e.what();
@@ -371,7 +399,9 @@ std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::Com
   if (c.launcher != "none" && !fs::exists(o.worker)) return "worker binary " + o.worker.string() + " not found (use --worker)";
   c.worker = o.worker.string();
   if (c.launcher == "slurm")
-    if (auto e = plan_slurm(c, o, runner, plan); !e.empty()) return e;
+    if (auto e = plan_slurm(c, o, runner, plan.slurm); !e.empty()) return e;
+  if (c.launcher == "step")
+    if (auto e = plan_step(c, o, runner, plan.step); !e.empty()) return e;
   // After plan_slurm, which fills o.leaves from SLURM's topology: the planner names switches.
   coord::LocalizeOptions lo = c.localize;
   lo.leaves = coord::leaves_of(o.leaves);
@@ -384,13 +414,15 @@ std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::Com
   return "";
 }
 
-int run_campaign(const RunConfig& c, coord::CampaignOptions& o, const std::optional<coord::SlurmPlan>& plan,
+int run_campaign(const RunConfig& c, coord::CampaignOptions& o, const LaunchPlan& plan,
                  slurm::CommandRunner& runner) {
   std::unique_ptr<coord::Launcher> launcher;
   if (c.launcher == "local")
     launcher = std::make_unique<coord::LocalLauncher>();
   else if (c.launcher == "slurm")
-    launcher = std::make_unique<coord::SlurmLauncher>(*plan, c.job_template, "kiln-" + o.run_id, c.sbatch_args, runner);
+    launcher = std::make_unique<coord::SlurmLauncher>(*plan.slurm, c.job_template, "kiln-" + o.run_id, c.sbatch_args, runner);
+  else if (c.launcher == "step")
+    launcher = std::make_unique<coord::StepLauncher>(*plan.step, runner);
   else
     launcher = std::make_unique<coord::ExternalLauncher>();
   std::signal(SIGINT, coord::request_stop);
@@ -438,7 +470,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (int rc = load_expectations(c, expect_req, expect); rc != 0) return rc;
   coord::CampaignOptions o;
   slurm::ProcessRunner slurm_runner;
-  std::optional<coord::SlurmPlan> slurm_plan;
+  LaunchPlan slurm_plan;
   if (auto e = campaign_options(c, o, slurm_runner, slurm_plan); !e.empty()) return fail(e);
   o.expect = std::move(expect);
   o.spec["expectations"] = coord::expectations_record(expect_req);

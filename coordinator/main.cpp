@@ -36,6 +36,7 @@ commands:
   resume     continue a campaign whose coordinator died (or stopped on an error)
   drain      drain the nodes a run's confirmed findings take out of service (SLURM)
   undrain    resume exactly the nodes a run drained
+  job        job render: write a batch script that runs a whole campaign by itself (sbatch it)
   simulate   run the localization planner against a model cluster
   catalog    print the findings catalog (code, severity, meaning, next step)
   spec       check a spec file: what each class of node should have and do (docs/spec.md)
@@ -253,6 +254,7 @@ int main(int argc, char** argv) {
   if (cmd == "report") return cli::cmd_report(rest);
   if (cmd == "resume") return cli::cmd_resume(rest);
   if (cmd == "drain") return cli::cmd_drain(rest);
+  if (cmd == "job") return cli::cmd_job(rest);
   if (cmd == "undrain") return cli::cmd_undrain(rest);
   if (cmd == "simulate") return cmd_simulate(rest);
   if (cmd == "catalog") return cmd_catalog(rest);
