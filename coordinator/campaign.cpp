@@ -13,6 +13,7 @@
 
 #include "common/text.hpp"
 #include "coordinator/journal.hpp"
+#include "coordinator/progress_line.hpp"
 #include "coordinator/server.hpp"
 #include "coordinator/store.hpp"
 
@@ -33,13 +34,49 @@ namespace {
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
 
-Campaign::Campaign(CampaignOptions opts, Launcher& launcher) : opts_(std::move(opts)), launcher_(launcher) {}
+Campaign::Campaign(CampaignOptions opts, Launcher& launcher)
+    : opts_(std::move(opts)), launcher_(launcher), tty_(::isatty(STDERR_FILENO) == 1 && std::getenv("TERM") != nullptr) {}
 Campaign::~Campaign() {
   if (server_) server_->stop();
 }
 
 void Campaign::progress(const std::string& line) const {
-  if (!opts_.quiet) std::cerr << "kiln: " << printable(line, 2000) << std::endl;
+  if (opts_.quiet) return;
+  if (status_shown_) std::cerr << "\r\033[K";  // the status line gives way; the next update redraws it
+  status_shown_ = false;
+  std::cerr << "kiln: " << printable(line, 2000) << std::endl;
+}
+
+int Campaign::rounds_estimate() const {
+  std::set<std::string> hosts;
+  for (const auto& [r, st] : ranks_)
+    if (st.joined) hosts.insert(st.host);
+  const int units = hosts.size() >= 2 ? static_cast<int>(hosts.size()) : 0;
+  return static_cast<int>(opts_.tests.size()) + (opts_.localize ? localize_rounds_estimate(units) : 0);
+}
+
+std::string Campaign::estimate_text(std::int64_t round_id) const {
+  const int k = rounds_estimate();
+  const double elapsed = first_round_ ? seconds_since(*first_round_) : 0.0;
+  const double eta = eta_seconds(elapsed, rounds_done_, k);
+  std::string out = k >= round_id ? "round " + std::to_string(round_id) + " of about " + std::to_string(k) : "";
+  if (eta >= 0 && k >= round_id) out += ", about " + clock_text(eta) + " left";
+  return out;
+}
+
+void Campaign::show_status(std::int64_t round_id, const std::string& plain) {
+  if (opts_.quiet) return;
+  if (!tty_) return progress(plain);
+  StatusFigures f;
+  f.round = round_id;
+  f.rounds_estimate = rounds_estimate();
+  f.done = current_ ? current_->done.size() : 0;
+  f.expected = current_ ? current_->expected.size() : 0;
+  f.results = store_ ? store_->count() : 0;
+  f.elapsed_s = first_round_ ? seconds_since(*first_round_) : 0.0;
+  f.eta_s = eta_seconds(f.elapsed_s, rounds_done_, f.rounds_estimate);
+  std::cerr << "\r\033[Kkiln: " << status_text(f) << std::flush;
+  status_shown_ = true;
 }
 
 // Each connection is sent the round with only the groups its ranks are in: one group of 100,000
@@ -373,10 +410,12 @@ void Campaign::end_round(bool cut, Clock::time_point start) {
                           {"duration_s", current_->duration_s}, {"progress", progress_list(*current_)}}, true);
     current_->finished = storage_error_.empty();  // judged only once the journal says it ended
   }
+  ++rounds_done_;
+  const auto estimate = estimate_text(id);
   progress("round " + std::to_string(id) + (current_->finished ? " ended: " : " cut short: ") +
            std::to_string(current_->done.size()) + "/" + std::to_string(current_->expected.size()) +
            " ranks done, " + std::to_string(current_->result_count) + " results; " +
-           std::to_string(store_->count()) + " records on disk");
+           std::to_string(store_->count()) + " records on disk" + (estimate.empty() ? "" : "; " + estimate));
 }
 
 RoundRecord Campaign::run_round(proto::Round round, const std::string& reason, Phase phase, int plan_index) {
@@ -402,6 +441,7 @@ RoundRecord Campaign::run_round(proto::Round round, const std::string& reason, P
   progress("round " + std::to_string(round.id) + ": " + names + " on " + std::to_string(live.size()) + " ranks, " +
            std::to_string(round.groups.size()) + " group(s)" + (reason.empty() ? "" : " - " + reason));
   const auto start = Clock::now();
+  if (!first_round_) first_round_ = start;
   if (storage_error_.empty()) {
     send_round(round, live);
   }
@@ -427,9 +467,9 @@ RoundRecord Campaign::run_round(proto::Round round, const std::string& reason, P
     if ((changed && (current_->expected.size() <= 64 || seconds_since(last_note) > 2)) || seconds_since(last_note) > 10) {
       shown = current_->done.size();
       last_note = Clock::now();
-      progress("round " + std::to_string(round.id) + ": " + std::to_string(shown) + "/" +
-               std::to_string(current_->expected.size()) + " ranks done, " +
-               std::to_string(current_->result_count) + " results");
+      show_status(round.id, "round " + std::to_string(round.id) + ": " + std::to_string(shown) + "/" +
+                                std::to_string(current_->expected.size()) + " ranks done, " +
+                                std::to_string(current_->result_count) + " results");
     }
   }
   end_round(cut, start);

@@ -141,6 +141,10 @@ class Campaign {
   // report cannot be written it says so on stderr and returns 2.
   int write_report_and_summary(const std::string& error);
   void progress(const std::string& line) const;
+  // A round's progress: one status line rewritten in place on a terminal, else a plain line.
+  void show_status(std::int64_t round_id, const std::string& plain);
+  std::string estimate_text(std::int64_t round_id) const;  // "round k of about K, about m:ss left"
+  int rounds_estimate() const;
   std::set<int> live_ranks() const;
 
   CampaignOptions opts_;
@@ -179,6 +183,10 @@ class Campaign {
   bool restarting_ = false;                   // ranks leaving now are coming back
   bool restart_refusal_said_ = false;
   std::vector<nlohmann::json> restarts_now_;  // this session's restart events, for the report
+  bool tty_ = false;                          // stderr is a terminal: a status line
+  mutable bool status_shown_ = false;         // the status line is on screen (no newline yet)
+  std::optional<std::chrono::steady_clock::time_point> first_round_;
+  std::int64_t rounds_done_ = 0;              // this session's finished rounds
 };
 
 }  // namespace kiln::coord
