@@ -18,6 +18,39 @@ namespace {
 json counts(const std::map<std::string, std::uint64_t>& m) { return m.empty() ? json::object() : json(m); }
 }  // namespace
 
+NodeSplit split_nodes(const Report& r) {
+  std::set<std::string> all, bad;
+  if (!r.hostlist.empty()) {
+    try {
+      for (auto& h : hostlist::expand(r.hostlist)) all.insert(h);
+    } catch (const std::exception&) {
+    }
+  }
+  std::set<std::string> seen;
+  for (const auto& n : r.nodes) all.insert(n.host), seen.insert(n.host);
+  std::map<std::string, std::string> host_of_rank;
+  for (const auto& k : r.ranks) {
+    if (k.host.empty()) continue;
+    host_of_rank[std::to_string(k.rank)] = k.host;
+    if (k.state == "lost") bad.insert(k.host);
+  }
+  for (const auto& h : all)
+    if (!seen.count(h)) bad.insert(h);  // never connected: not shown to be fit
+  for (const auto& f : r.findings) {
+    if (f.severity < Severity::Error) continue;
+    const auto& e = f.entity;
+    std::string host;
+    if (e.kind == "node") host = e.id;
+    else if (e.kind == "gpu" || e.kind == "hca") host = e.id.substr(0, e.id.find('/'));
+    else if (e.kind == "rank" && host_of_rank.count(e.id)) host = host_of_rank[e.id];
+    if (!host.empty() && all.count(host)) bad.insert(host);
+  }
+  std::vector<std::string> good_v, bad_v(bad.begin(), bad.end());
+  for (const auto& h : all)
+    if (!bad.count(h)) good_v.push_back(h);
+  return {hostlist::compress(good_v), hostlist::compress(bad_v), good_v.size(), bad_v.size()};
+}
+
 void to_json(json& j, const Report& r) {
   json nodes = json::array(), ranks = json::array(), rounds = json::array();
   for (const auto& n : r.nodes) nodes.push_back({{"host", n.host}, {"ranks", n.ranks}, {"info", n.info}});
@@ -60,6 +93,8 @@ void to_json(json& j, const Report& r) {
   for (const auto& [host, cls] : r.expect_classes) classes[host] = cls;
   j["expectations"] = {{"source", r.expect_source}, {"line", r.expect_line}, {"classes", classes}};
   if (r.launch) j["launch"] = {{"ok", r.launch->ok}, {"state", r.launch->state}};
+  const auto split = split_nodes(r);
+  j["hostlists"] = {{"good", split.good}, {"bad", split.bad}};
 }
 
 std::string render_summary(const Report& r, const std::string& results_path, const std::string& report_path) {
@@ -103,6 +138,9 @@ std::string render_summary(const Report& r, const std::string& results_path, con
          << printable(f.entity.id, 200) << ": " << printable(f.summary, 600) << "\n     next: " << printable(f.next_step, 600)
          << "\n";
   }
+  if (const auto split = split_nodes(r); split.bad_count > 0 && split.good_count + split.bad_count > 0)
+    os << "  good nodes (" << split.good_count << "): " << (split.good.empty() ? "none" : printable(split.good, 400))
+       << "\n  bad nodes (" << split.bad_count << "): " << printable(split.bad, 400) << "\n";
   os << "  results: " << results_path << "\n  report:  " << report_path << "\n";
   return os.str();
 }

@@ -83,6 +83,16 @@ struct Report {
 
 void to_json(nlohmann::json& j, const Report& r);
 
+// The campaign's nodes split for an operator's next command, each a compressed SLURM hostlist
+// (node[1-2,4-6]): bad are the nodes with a finding of severity error or critical about the node,
+// one of its ranks, GPUs or HCAs, a lost rank, or that never connected; good are the rest. Links
+// and switches make no node bad (their next steps say not to drain the nodes).
+struct NodeSplit {
+  std::string good, bad;
+  std::size_t good_count = 0, bad_count = 0;
+};
+NodeSplit split_nodes(const Report& r);
+
 // What one rank measured: counted as its results arrive (or are read back), because a live
 // campaign keeps only the results judgement reads (RoundRecord::results).
 struct RankCounts {

@@ -94,3 +94,28 @@ TEST_CASE("add_or_merge: one finding per code and entity, carrying both lines of
   CHECK(fs[0].confidence == Approx(0.95));
   CHECK(fs[2].entity.id == "leaf1");
 }
+
+TEST_CASE("the report splits the nodes into good and bad hostlists", "[report][hostlist]") {
+  Report r;
+  r.hostlist = "node[1-7]";
+  for (int i = 1; i <= 6; ++i) r.nodes.push_back({"node" + std::to_string(i), {i - 1}, {}});  // node7 never came
+  for (int i = 0; i < 6; ++i) r.ranks.push_back({i, "node" + std::to_string(i + 1), i == 4 ? "lost" : "ok", 0, {}, ""});
+  r.findings.push_back(make_finding(Code::NodeSlow, {"node", "node3"}, "slow", json::array(), 0.96));
+  r.findings.push_back(make_finding(Code::GpuSdc, {"gpu", "node2/gpu1"}, "sdc", json::array(), 1.0));
+  r.findings.push_back(make_finding(Code::LinkSlow, {"link", "node1<->node6"}, "link", json::array(), 0.96));
+  r.findings.push_back(make_finding(Code::FleetSetting, {"node", "node1"}, "a warning", json::array(), 1.0));
+  r.findings.push_back(make_finding(Code::TestFail, {"rank", "0"}, "rank 0 failed", json::array(), 1.0));
+  const auto s = split_nodes(r);
+  // Bad: node1 (rank 0's test.fail), node2 (a GPU), node3 (node.slow), node5 (rank 4 lost), node7
+  // (never connected); the link and the warning make nothing bad on their own.
+  CHECK(s.bad == "node[1-3,5,7]");
+  CHECK(s.good == "node[4,6]");
+  CHECK(s.good_count == 2);
+  CHECK(s.bad_count == 5);
+  json j = r;
+  CHECK(j["hostlists"]["good"] == "node[4,6]");
+  CHECK(j["hostlists"]["bad"] == "node[1-3,5,7]");
+  const auto text = render_summary(r, "results.jsonl", "report.json");
+  CHECK(text.find("good nodes (2): node[4,6]") != std::string::npos);
+  CHECK(text.find("bad nodes (5): node[1-3,5,7]") != std::string::npos);
+}
