@@ -146,65 +146,70 @@ void Planner::Impl::declare_uplink(const std::vector<int>& leaves, std::int64_t 
 
 namespace {
 
-// A group's edges seen from one leaf: inside it, across its uplink, and the rest (the baseline).
+// A group's edges seen from each leaf: inside it and across its uplink, judged against the median
+// edge inside any leaf (an uplink, congested or not, carries none of those).
 struct LeafEdges {
-  std::vector<double> inside, crossing, rest;
+  std::vector<double> crossing;
   std::set<int> slow_into;  // leaves that slow crossing edges lead into
-  int inside_slow = 0, crossing_slow = 0;
+  int inside = 0, inside_slow = 0, crossing_slow = 0;
 };
 
-// An edge this much slower than the median edge away from the leaf is slow.
+// An edge this much slower than the median edge inside the leaves is slow.
 constexpr double kLeafEdgeSlow = 1.25;
 
-LeafEdges leaf_edges(const GroupOutcome& o, const std::vector<int>& leaf, int l, Direction dir) {
-  LeafEdges e;
+std::vector<LeafEdges> leaf_edges(const GroupOutcome& o, const std::vector<int>& leaf, std::size_t leaves,
+                                  Direction dir, double& base) {
+  std::vector<double> inside;
+  for (const auto& f : o.edges)
+    if (leaf[f.a] >= 0 && leaf[f.a] == leaf[f.b]) inside.push_back(to_cost(f.value, dir));
+  std::vector<LeafEdges> out(leaves);
+  base = median_of(inside);
+  if (inside.empty()) return out;
   for (const auto& f : o.edges) {
-    const bool a = leaf[f.a] == l, b = leaf[f.b] == l;
-    (a && b ? e.inside : a || b ? e.crossing : e.rest).push_back(to_cost(f.value, dir));
+    const double c = to_cost(f.value, dir);
+    const bool slow = c >= base * kLeafEdgeSlow;
+    const int la = leaf[f.a], lb = leaf[f.b];
+    if (la >= 0 && la == lb) {
+      ++out[la].inside, out[la].inside_slow += slow ? 1 : 0;
+      continue;
+    }
+    for (auto [l, other] : {std::pair{la, lb}, std::pair{lb, la}}) {
+      if (l < 0) continue;
+      auto& e = out[static_cast<std::size_t>(l)];
+      e.crossing.push_back(c);
+      if (slow) ++e.crossing_slow, e.slow_into.insert(other);
+    }
   }
-  if (e.rest.empty()) return e;
-  const double base = median_of(e.rest) * kLeafEdgeSlow;
-  for (double c : e.inside) e.inside_slow += c >= base ? 1 : 0;
-  for (const auto& f : o.edges) {
-    const bool a = leaf[f.a] == l, b = leaf[f.b] == l;
-    if (a == b || to_cost(f.value, dir) < base) continue;
-    ++e.crossing_slow;
-    e.slow_into.insert(leaf[a ? f.b : f.a]);
-  }
-  return e;
+  return out;
 }
 
 // Slow across the uplink in this group: crossing edges mostly slow, into more than one other leaf
 // (with two leaves there is no telling), edges inside mostly fast.
 bool leaf_shaped(const LeafEdges& e, std::size_t leaves) {
-  return !e.inside.empty() && !e.rest.empty() && e.crossing_slow * 2 >= static_cast<int>(e.crossing.size()) &&
-         e.inside_slow * 4 <= static_cast<int>(e.inside.size()) && (leaves == 2 || e.slow_into.size() >= 2);
+  return e.inside > 0 && e.crossing_slow * 2 >= static_cast<int>(e.crossing.size()) && e.crossing_slow > 0 &&
+         e.inside_slow * 4 <= e.inside && (leaves == 2 || e.slow_into.size() >= 2);
 }
 
 }  // namespace
 
-// A group whose edges were timed: slow rows that are most of one leaf's members, slow with their
-// peers across the uplink and fast with each other, are the leaf's switch, not its nodes. The leaf
-// is declared at once and its rows and slow edges are taken out of the reading, so its members get
-// no node or link suspicion. Returns whether a leaf explained anything.
+// A group whose edges were timed: a leaf whose members are slow with their peers across the uplink
+// and fast with each other is the leaf's switch, not its nodes. The leaf is declared at once and
+// its members' rows and slow edges are taken out of the reading, so they get no node or link
+// suspicion. Returns whether a leaf explained anything.
 bool Planner::Impl::explain_leaf_rows(const GroupOutcome& o, EdgeReading& r, std::int64_t round) {
-  if (topology.size() < 2 || r.slow_rows.size() < 2) return false;
+  if (topology.size() < 2) return false;
   const auto leaf = leaf_index(*this);
   const auto declared = declared_leaves();
-  std::map<int, int> rows, present;
-  for (int u : r.slow_rows)
-    if (leaf[u] >= 0 && !declared[leaf[u]]) ++rows[leaf[u]];
-  for (int u : o.members)
-    if (u >= 0 && u < n && leaf[u] >= 0) ++present[leaf[u]];
+  double base = 0.0;
+  const auto edges = leaf_edges(o, leaf, topology.size(), cfg.outliers.direction, base);
   std::vector<int> found;
-  for (const auto& [l, k] : rows) {
-    if (k < 2 || k * 2 < present[l]) continue;
-    const auto e = leaf_edges(o, leaf, l, cfg.outliers.direction);
-    if (!leaf_shaped(e, topology.size())) continue;
+  for (int l = 0; l < static_cast<int>(topology.size()); ++l) {
+    const auto& e = edges[static_cast<std::size_t>(l)];
+    if (declared[l] || !leaf_shaped(e, topology.size())) continue;
     std::vector<int> leaves = {l};
     if (topology.size() == 2) leaves.push_back(1 - l);
-    auto ev = switch_evidence(static_cast<int>(e.inside.size()), e.inside_slow, static_cast<int>(e.crossing.size()),
-                              e.crossing_slow, median_of(e.crossing) / median_of(e.rest));
+    auto ev = switch_evidence(e.inside, e.inside_slow, static_cast<int>(e.crossing.size()), e.crossing_slow,
+                              median_of(e.crossing) / base);
     ev["basis"] = "per-edge figures of one group";
     declare_uplink(leaves, round, std::move(ev));
     found.insert(found.end(), leaves.begin(), leaves.end());
