@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <random>
 #include <set>
 #include <string>
 #include <utility>
@@ -31,14 +32,11 @@ struct LeafModel {
 
 int leaf_of(int u) { return u / kLeafSize; }
 
-// Deterministic jitter of about +-3% per (round, edge), so the edges have a spread.
+// Deterministic jitter of up to +-3% per (round, edge), so the edges have a spread.
 double jitter(std::int64_t round, int a, int b) {
-  std::uint64_t h = static_cast<std::uint64_t>(round) * 0x9E3779B97F4A7C15ull ^
-                    static_cast<std::uint64_t>(a) * 0xBF58476D1CE4E5B9ull ^ static_cast<std::uint64_t>(b) * 0x94D049BB133111EBull;
-  h ^= h >> 29;
-  h *= 0xD6E8FEB86659FD93ull;
-  h ^= h >> 32;
-  return 1.0 + 0.03 * (static_cast<double>(h % 2001) / 1000.0 - 1.0);
+  std::mt19937_64 rng(static_cast<std::uint64_t>(round) * 1000003u + static_cast<std::uint64_t>(a) * 1009u +
+                      static_cast<std::uint64_t>(b));
+  return std::uniform_real_distribution<double>(0.97, 1.03)(rng);
 }
 
 double edge(const LeafModel& m, std::int64_t round, int a, int b) {
