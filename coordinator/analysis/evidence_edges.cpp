@@ -106,8 +106,9 @@ Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t ro
     record_group(g, round, figure, j);
     return j.verdict;
   }
-  const auto r = read_edges(g, o, suspect);
-  if (j.verdict == Verdict::Slow && r.slow_rows.empty() && r.slow_links.empty()) {
+  auto r = read_edges(g, o, suspect);
+  const bool leaf = explain_leaf_rows(o, r, round);  // a congested leaf's rows are its switch's
+  if (j.verdict == Verdict::Slow && r.slow_rows.empty() && r.slow_links.empty() && !leaf) {
     // Uniformly slow: not the edges' story. A retest group is there for its edges alone.
     if (suspect) record_group(g, round, figure, j);
     return j.verdict;

@@ -99,14 +99,19 @@ SwitchVerdict uplink_verdict(const std::vector<Switch>& topo, std::vector<int> l
   return v;
 }
 
+std::vector<char> Planner::Impl::declared_leaves() const {
+  std::vector<char> declared(topology.size(), 0);
+  for (const auto& v : slow_switches)
+    for (int l : v.leaves) declared[static_cast<std::size_t>(l)] = 1;
+  return declared;
+}
+
 // After each round: declare the leaves whose crossing traffic is slow, worst first; a leaf whose
 // slow crossings all lead into a declared leaf is explained by it.
 void Planner::Impl::evaluate_switches(std::int64_t round) {
   if (topology.size() < 2) return;
   const auto leaf = leaf_index(*this);
-  std::vector<char> declared(topology.size(), 0);
-  for (const auto& v : slow_switches)
-    for (int l : v.leaves) declared[l] = 1;
+  auto declared = declared_leaves();
   for (;;) {
     int best = -1;
     LeafStats best_st;
@@ -118,22 +123,120 @@ void Planner::Impl::evaluate_switches(std::int64_t round) {
     if (best < 0) return;
     std::vector<int> leaves = {best};
     if (topology.size() == 2) leaves.push_back(1 - best);  // two leaves: whose uplink is unknowable
-    auto ev = switch_evidence(best_st.inside, best_st.inside_slow, best_st.cross, best_st.cross_slow,
-                              median_of(best_st.cross_slowness));
-    slow_switches.push_back(uplink_verdict(topology, leaves, round, std::move(ev)));
-    const int idx = static_cast<int>(slow_switches.size()) - 1;
-    std::vector<std::string> members;
-    for (int l : leaves) {
-      declared[l] = 1;
-      for (int u : topology[l].nodes)
-        if (u >= 0 && u < n && !nodes[u].lost) {
-          nodes[u].slow_switch = idx, nodes[u].bad = false;
-          members.push_back(name(u));
-        }
-    }
-    slow_switches.back().evidence["nodes"] = members;
-    note(slow_switches.back().id + ": slow across the uplink, fast inside: slow switch, its nodes leave the search");
+    declare_uplink(leaves, round, switch_evidence(best_st.inside, best_st.inside_slow, best_st.cross,
+                                                  best_st.cross_slow, median_of(best_st.cross_slowness)));
+    for (int l : leaves) declared[l] = 1;
   }
+}
+
+// The leaves' nodes leave the search: no node, link or unresolved finding is made for them.
+void Planner::Impl::declare_uplink(const std::vector<int>& leaves, std::int64_t round, nlohmann::json ev) {
+  slow_switches.push_back(uplink_verdict(topology, leaves, round, std::move(ev)));
+  const int idx = static_cast<int>(slow_switches.size()) - 1;
+  std::vector<std::string> members;
+  for (int l : leaves)
+    for (int u : topology[static_cast<std::size_t>(l)].nodes)
+      if (u >= 0 && u < n && !nodes[u].lost) {
+        nodes[u].slow_switch = idx, nodes[u].bad = false;
+        members.push_back(name(u));
+      }
+  slow_switches.back().evidence["nodes"] = members;
+  note(slow_switches.back().id + ": slow across the uplink, fast inside: slow switch, its nodes leave the search");
+}
+
+namespace {
+
+// A group's edges seen from each leaf: inside it and across its uplink, judged against the median
+// edge inside any leaf (an uplink, congested or not, carries none of those).
+struct LeafEdges {
+  std::vector<double> crossing;
+  std::set<int> slow_into;  // leaves that slow crossing edges lead into
+  int inside = 0, inside_slow = 0, crossing_slow = 0;
+};
+
+// An edge this much slower than the median edge inside the leaves is slow.
+constexpr double kLeafEdgeSlow = 1.25;
+
+std::vector<LeafEdges> leaf_edges(const GroupOutcome& o, const std::vector<int>& leaf, std::size_t leaves,
+                                  Direction dir, double& base) {
+  std::vector<double> inside;
+  for (const auto& f : o.edges)
+    if (leaf[f.a] >= 0 && leaf[f.a] == leaf[f.b]) inside.push_back(to_cost(f.value, dir));
+  std::vector<LeafEdges> out(leaves);
+  base = median_of(inside);
+  if (inside.empty()) return out;
+  for (const auto& f : o.edges) {
+    const double c = to_cost(f.value, dir);
+    const bool slow = c >= base * kLeafEdgeSlow;
+    const int la = leaf[f.a], lb = leaf[f.b];
+    if (la >= 0 && la == lb) {
+      ++out[la].inside, out[la].inside_slow += slow ? 1 : 0;
+      continue;
+    }
+    for (auto [l, other] : {std::pair{la, lb}, std::pair{lb, la}}) {
+      if (l < 0) continue;
+      auto& e = out[static_cast<std::size_t>(l)];
+      e.crossing.push_back(c);
+      if (slow) ++e.crossing_slow, e.slow_into.insert(other);
+    }
+  }
+  return out;
+}
+
+// Slow across the uplink in this group: crossing edges mostly slow, into more than one other leaf
+// (with two leaves there is no telling), edges inside mostly fast.
+bool leaf_shaped(const LeafEdges& e, std::size_t leaves) {
+  return e.inside > 0 && e.crossing_slow * 2 >= static_cast<int>(e.crossing.size()) && e.crossing_slow > 0 &&
+         e.inside_slow * 4 <= e.inside && (leaves == 2 || e.slow_into.size() >= 2);
+}
+
+}  // namespace
+
+// A group whose edges were timed: a leaf whose members are slow with their peers across the uplink
+// and fast with each other is the leaf's switch, not its nodes. The leaf is declared at once and
+// its members' rows and slow edges are taken out of the reading, so they get no node or link
+// suspicion. Returns whether a leaf explained anything.
+bool Planner::Impl::explain_leaf_rows(const GroupOutcome& o, EdgeReading& r, std::int64_t round) {
+  if (topology.size() < 2) return false;
+  const auto leaf = leaf_index(*this);
+  const auto declared = declared_leaves();
+  double base = 0.0;
+  const auto edges = leaf_edges(o, leaf, topology.size(), cfg.outliers.direction, base);
+  std::vector<int> found;
+  for (int l = 0; l < static_cast<int>(topology.size()); ++l) {
+    const auto& e = edges[static_cast<std::size_t>(l)];
+    if (declared[l] || !leaf_shaped(e, topology.size())) continue;
+    std::vector<int> leaves = {l};
+    if (topology.size() == 2) leaves.push_back(1 - l);
+    auto ev = switch_evidence(e.inside, e.inside_slow, static_cast<int>(e.crossing.size()), e.crossing_slow,
+                              median_of(e.crossing) / base);
+    ev["basis"] = "per-edge figures of one group";
+    declare_uplink(leaves, round, std::move(ev));
+    found.insert(found.end(), leaves.begin(), leaves.end());
+    if (topology.size() == 2) break;
+  }
+  if (found.empty()) return false;
+  auto explained = [&](int u) { return leaf[u] >= 0 && std::count(found.begin(), found.end(), leaf[u]) > 0; };
+  r.slow_rows.erase(std::remove_if(r.slow_rows.begin(), r.slow_rows.end(), explained), r.slow_rows.end());
+  for (auto it = r.row_partners.begin(); it != r.row_partners.end();)
+    it = explained(it->first) ? r.row_partners.erase(it) : std::next(it);
+  r.slow_links.erase(std::remove_if(r.slow_links.begin(), r.slow_links.end(),
+                                    [&](const auto& ab) { return explained(ab.first) || explained(ab.second); }),
+                     r.slow_links.end());
+  return true;
+}
+
+// A switch declared this round explains the slow groups that held its leaf's members: the searches
+// they opened (for a node or link that the uplink was) are dropped. Certification still tests every
+// pair of the good nodes that are left, so a real bad link among them is not missed.
+void Planner::Impl::drop_searches_after_uplink(std::int64_t round) {
+  if (slow_switches.empty() || slow_switches.back().round != round) return;
+  std::vector<int> positive;
+  for (const auto& [id, it] : search.items)
+    if (it.positive) positive.push_back(id);
+  for (int id : positive) drop_item(id);
+  if (!positive.empty())
+    note("the slow uplink explains " + std::to_string(positive.size()) + " slow group(s): their searches are dropped");
 }
 
 kiln::Finding switch_finding(const SwitchVerdict& v) {

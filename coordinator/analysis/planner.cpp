@@ -96,6 +96,7 @@ std::optional<RoundPlan> Planner::next() {
     strategy::split(s, round);
     strategy::retest_edges(s, round);
     strategy::certify(s, round);
+    strategy::uplink_check(s, round);
   }
 
   if (round.empty()) {
@@ -188,7 +189,7 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
     const bool has_missing = !out[i]->missing.empty();
     Verdict v = judged[i].verdict;
     if (!has_missing && tags[i].kind == Tag::Exact) s.record_exact(plan.groups[i], *out[i]);
-    else if (!has_missing) v = s.record_outcome(plan.groups[i], plan.id, *out[i], judged[i], tags[i].kind != Tag::LinkRetest);
+    else if (!has_missing) v = s.record_outcome(plan.groups[i], plan.id, *out[i], judged[i], tags[i].kind != Tag::LinkRetest && tags[i].kind != Tag::UplinkCheck);
     if (tags[i].kind != Tag::ItemTest) continue;
     if (has_missing) items_with_lost.insert(tags[i].item);
     else item_results[tags[i].item].emplace_back(tags[i], v);
@@ -198,6 +199,7 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
   s.reevaluate_nodes(plan.id);
   for (auto& [id, res] : item_results)
     if (!items_with_lost.count(id) && s.search.items.count(id)) strategy::observe_split(s, id, res);
+  s.drop_searches_after_uplink(plan.id);
   s.strip_lost_from_items();
   s.update_links();
 

@@ -126,7 +126,7 @@ struct Item {
 
 // What a planned group is for, so its outcome reaches the right bookkeeping.
 struct Tag {
-  enum Kind { ItemTest, Resolve, LinkRetest, Circle, Exact } kind = ItemTest;
+  enum Kind { ItemTest, Resolve, LinkRetest, Circle, Exact, UplinkCheck } kind = ItemTest;
   int item = -1;
   int block = -1;
   int part = 0;  // clique: half 0/1; biclique: diagonal 0/1; pair block: 0
@@ -235,6 +235,7 @@ struct Planner::Impl : Setup, Evidence {
   SearchState search;
   CertState cert;
   Story story;
+  int uplink_checks = 0;  // strategy_uplink.cpp
 
   Impl(int n_, PlannerConfig c, std::vector<Switch> topo, std::vector<std::string> nm);
 
@@ -280,6 +281,10 @@ struct Planner::Impl : Setup, Evidence {
 
   // evidence_switch.cpp
   void evaluate_switches(std::int64_t round);
+  std::vector<char> declared_leaves() const;
+  void declare_uplink(const std::vector<int>& leaves, std::int64_t round, nlohmann::json ev);
+  bool explain_leaf_rows(const GroupOutcome& o, EdgeReading& r, std::int64_t round);
+  void drop_searches_after_uplink(std::int64_t round);
   std::vector<kiln::Finding> switch_findings() const;
 
   // strategy_split.cpp: search items, which the screen and certification open as well

@@ -13,6 +13,8 @@
 //                                      all-to-all groups with the nodes the search left free
 //   certify    strategy_certify.cpp    once nothing else is in flight: every pair of good nodes
 //                                      but the link candidates, in a few all-to-all groups
+//   uplink     strategy_uplink.cpp     with leaves and no slow switch, before the end: all-to-alls
+//                                      over every good node, for congestion that comes and goes
 //
 // The order is the priority: a node taken by one strategy is busy for the rest of the round. So a
 // search whose split needs a node that resolve paired with a suspect waits a round, never the
@@ -63,6 +65,7 @@ void resolve(Planner::Impl& s, RoundDraft& round);
 void split(Planner::Impl& s, RoundDraft& round);
 void retest_edges(Planner::Impl& s, RoundDraft& round);
 void certify(Planner::Impl& s, RoundDraft& round);
+void uplink_check(Planner::Impl& s, RoundDraft& round);
 
 // Round r of the circle method over `order` (even length; -1 is the sit-out placeholder).
 std::vector<std::pair<int, int>> circle_pairs(const std::vector<int>& order, int r);
