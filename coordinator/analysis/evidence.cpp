@@ -82,6 +82,27 @@ void Planner::Impl::mark_lost(int u, std::int64_t round) {
   if (story.current) (*story.current)["lost"].push_back(name(u));
 }
 
+// A slow result of the screen raises a suspicion but is no vote: it was judged at the screen's lower
+// z cutoff among N/2 pair tests, so heavy-tailed stragglers make a few such results in every healthy
+// cluster, and one retest that straggles too (about 1% of pair tests) would confirm one of them. The
+// votes are the retests, each with a partner or in a round of its own.
+bool Planner::Impl::is_vote(std::int64_t round) const { return round != screen.round; }
+
+// The distinct known-good partners a node was slow with, in tests that are votes.
+std::vector<int> Planner::Impl::voting_partners(int u) const {
+  std::vector<int> partners;
+  for (const auto& s : nodes[u].slow_pairs)
+    if (good(s.partner) && is_vote(s.round)) partners.push_back(s.partner);
+  std::sort(partners.begin(), partners.end());
+  partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
+  return partners;
+}
+
+int Planner::Impl::link_pair_votes(const LinkData& l) const {
+  return static_cast<int>(std::count_if(l.slow_pair_tests.begin(), l.slow_pair_tests.end(),
+                                        [&](const auto& t) { return is_vote(t.first); }));
+}
+
 // A node is bad when it was slow with enough distinct partners that are fine elsewhere, and with
 // more of them than it was ever fast. A slow pair whose two ends are both fine elsewhere says
 // nothing against either node: it is a link candidate (below).
@@ -94,12 +115,7 @@ void Planner::Impl::reevaluate_nodes(std::int64_t round) {
     for (int u = 0; u < n; ++u) {
       auto& d = nodes[u];
       if (d.lost || d.slow_switch >= 0 || d.intermittent || d.slow_pairs.empty()) continue;
-      std::vector<int> partners;
-      for (const auto& s : d.slow_pairs)
-        if (good(s.partner)) partners.push_back(s.partner);
-      std::sort(partners.begin(), partners.end());
-      partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
-      const int distinct = static_cast<int>(partners.size());
+      const int distinct = static_cast<int>(voting_partners(u).size());
       // A node seen fast before needs one vote more: a watched node gets extra pair tests, and two
       // slow ones of them are within what stragglers do.
       const bool bad = distinct >= cfg.votes + (d.fast > 0 ? 1 : 0) && distinct > d.fast;
@@ -188,14 +204,16 @@ void Planner::Impl::update_link(int a, int b) {
     // A link measured edge by edge is judged on its own figures: a slow group that holds it says
     // less about it than its edge in that group did.
     const int group_votes = l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes;
-    const int total = static_cast<int>(l.slow_pair_tests.size()) + group_votes + l.edge_slow;
+    const int total = link_pair_votes(l) + group_votes + l.edge_slow;
     const int fast = l.fast_pair_tests + l.edge_fast;
+    // Cleared against every slow result, the screen's too: only confirming needs votes.
+    const int seen = static_cast<int>(l.slow_pair_tests.size()) + group_votes + l.edge_slow;
     if (total >= cfg.votes + extra && total > fast) {
       l.confirmed = true;
       l.confirmed_round = book.next_id - 1;
       note(link_id(a, b) + " is slow while both ends are fine with other partners: slow link (" +
            std::to_string(total) + " votes)");
-    } else if (fast >= total + extra) {
+    } else if (fast >= seen + extra) {
       l.cleared = true;
       note(link_id(a, b) + " is fast on retest: the earlier slow result was noise");
     }

@@ -261,6 +261,9 @@ struct Planner::Impl : Setup, Evidence {
   bool has_group_evidence(int a, int b) const;
   void update_link(int a, int b);
   void count_link_votes();
+  bool is_vote(std::int64_t round) const;  // evidence.cpp: a slow test there is a vote
+  std::vector<int> voting_partners(int u) const;
+  int link_pair_votes(const LinkData& l) const;
   void update_links();
 
   // evidence_edges.cpp
