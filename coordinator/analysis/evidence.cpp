@@ -194,29 +194,32 @@ bool Planner::Impl::has_group_evidence(int a, int b) const {
   return false;
 }
 
+// A link's votes: slow pair tests outside the screen, slow groups it alone explains (unless it was
+// measured edge by edge: a slow group that holds it says less than its edge in that group did), and
+// slow edges but the first, which raised the suspicion as one edge among many.
+int Planner::Impl::link_votes(const LinkData& l) const {
+  const int group_votes = l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes;
+  return link_pair_votes(l) + group_votes + std::max(0, l.edge_slow - 1);
+}
+
+// Confirmed on votes that outnumber the fast results; cleared when the fast results reach every
+// slow one, the screen's and the first edge's too (one more for a link first seen as an edge).
 void Planner::Impl::update_link(int a, int b) {
-  {
-    auto& l = links[{a, b}];
-    if (l.confirmed || l.cleared) return;
-    // A link first seen as one slow edge among many needs a vote more, and a fast result more to
-    // be cleared: one edge of a large group is a straggler now and then.
-    const int extra = l.edge_slow > 0 ? 1 : 0;
-    // A link measured edge by edge is judged on its own figures: a slow group that holds it says
-    // less about it than its edge in that group did.
-    const int group_votes = l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes;
-    const int total = link_pair_votes(l) + group_votes + l.edge_slow;
-    const int fast = l.fast_pair_tests + l.edge_fast;
-    // Cleared against every slow result, the screen's too: only confirming needs votes.
-    const int seen = static_cast<int>(l.slow_pair_tests.size()) + group_votes + l.edge_slow;
-    if (total >= cfg.votes + extra && total > fast) {
-      l.confirmed = true;
-      l.confirmed_round = book.next_id - 1;
-      note(link_id(a, b) + " is slow while both ends are fine with other partners: slow link (" +
-           std::to_string(total) + " votes)");
-    } else if (fast >= seen + extra) {
-      l.cleared = true;
-      note(link_id(a, b) + " is fast on retest: the earlier slow result was noise");
-    }
+  auto& l = links[{a, b}];
+  if (l.confirmed || l.cleared) return;
+  const int votes = link_votes(l);
+  const int fast = l.fast_pair_tests + l.edge_fast;
+  const int group_votes = l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes;
+  const int seen = static_cast<int>(l.slow_pair_tests.size()) + group_votes + l.edge_slow;
+  const int extra = l.edge_slow > 0 ? 1 : 0;
+  if (votes >= cfg.votes && votes > fast) {
+    l.confirmed = true;
+    l.confirmed_round = book.next_id - 1;
+    note(link_id(a, b) + " is slow while both ends are fine with other partners: slow link (" +
+         std::to_string(votes) + " votes)");
+  } else if (fast >= seen + extra) {
+    l.cleared = true;
+    note(link_id(a, b) + " is fast on retest: the earlier slow result was noise");
   }
 }
 

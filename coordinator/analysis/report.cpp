@@ -157,7 +157,7 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
       if (std::binary_search(g.members.begin(), g.members.end(), a) &&
           std::binary_search(g.members.begin(), g.members.end(), b))
         groups.push_back({{"round", g.round}, {"size", g.members.size()}, {"slowness", finite(g.slowness)}});
-    const int votes = link_pair_votes(l) + (l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes) + l.edge_slow;
+    const int votes = link_votes(l);
     nlohmann::json evidence = {{"slow_pair_tests", pairs},
                   {"slow_groups_holding_both", groups},
                   {"votes", votes},
