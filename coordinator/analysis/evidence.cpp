@@ -82,6 +82,27 @@ void Planner::Impl::mark_lost(int u, std::int64_t round) {
   if (story.current) (*story.current)["lost"].push_back(name(u));
 }
 
+// A slow result of the screen raises a suspicion but is no vote: it was judged at the screen's lower
+// z cutoff among N/2 pair tests, so heavy-tailed stragglers make a few such results in every healthy
+// cluster, and one retest that straggles too (about 1% of pair tests) would confirm one of them. The
+// votes are the retests, each with a partner or in a round of its own.
+bool Planner::Impl::is_vote(std::int64_t round) const { return cfg.screen_votes || round != screen.round; }
+
+// The distinct known-good partners a node was slow with, in tests that are votes.
+std::vector<int> Planner::Impl::voting_partners(int u) const {
+  std::vector<int> partners;
+  for (const auto& s : nodes[u].slow_pairs)
+    if (good(s.partner) && is_vote(s.round)) partners.push_back(s.partner);
+  std::sort(partners.begin(), partners.end());
+  partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
+  return partners;
+}
+
+int Planner::Impl::link_pair_votes(const LinkData& l) const {
+  return static_cast<int>(std::count_if(l.slow_pair_tests.begin(), l.slow_pair_tests.end(),
+                                        [&](const auto& t) { return is_vote(t.first); }));
+}
+
 // A node is bad when it was slow with enough distinct partners that are fine elsewhere, and with
 // more of them than it was ever fast. A slow pair whose two ends are both fine elsewhere says
 // nothing against either node: it is a link candidate (below).
@@ -94,12 +115,7 @@ void Planner::Impl::reevaluate_nodes(std::int64_t round) {
     for (int u = 0; u < n; ++u) {
       auto& d = nodes[u];
       if (d.lost || d.slow_switch >= 0 || d.intermittent || d.slow_pairs.empty()) continue;
-      std::vector<int> partners;
-      for (const auto& s : d.slow_pairs)
-        if (good(s.partner)) partners.push_back(s.partner);
-      std::sort(partners.begin(), partners.end());
-      partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
-      const int distinct = static_cast<int>(partners.size());
+      const int distinct = static_cast<int>(voting_partners(u).size());
       // A node seen fast before needs one vote more: a watched node gets extra pair tests, and two
       // slow ones of them are within what stragglers do.
       const bool bad = distinct >= cfg.votes + (d.fast > 0 ? 1 : 0) && distinct > d.fast;
@@ -178,27 +194,32 @@ bool Planner::Impl::has_group_evidence(int a, int b) const {
   return false;
 }
 
+// A link's votes: slow pair tests outside the screen, slow groups it alone explains (unless it was
+// measured edge by edge: a slow group that holds it says less than its edge in that group did), and
+// slow edges but the first, which raised the suspicion as one edge among many.
+int Planner::Impl::link_votes(const LinkData& l) const {
+  const int group_votes = l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes;
+  return link_pair_votes(l) + group_votes + std::max(0, l.edge_slow - 1);
+}
+
+// Confirmed on votes that outnumber the fast results; cleared when the fast results reach every
+// slow one, the screen's and the first edge's too (one more for a link first seen as an edge).
 void Planner::Impl::update_link(int a, int b) {
-  {
-    auto& l = links[{a, b}];
-    if (l.confirmed || l.cleared) return;
-    // A link first seen as one slow edge among many needs a vote more, and a fast result more to
-    // be cleared: one edge of a large group is a straggler now and then.
-    const int extra = l.edge_slow > 0 ? 1 : 0;
-    // A link measured edge by edge is judged on its own figures: a slow group that holds it says
-    // less about it than its edge in that group did.
-    const int group_votes = l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes;
-    const int total = static_cast<int>(l.slow_pair_tests.size()) + group_votes + l.edge_slow;
-    const int fast = l.fast_pair_tests + l.edge_fast;
-    if (total >= cfg.votes + extra && total > fast) {
-      l.confirmed = true;
-      l.confirmed_round = book.next_id - 1;
-      note(link_id(a, b) + " is slow while both ends are fine with other partners: slow link (" +
-           std::to_string(total) + " votes)");
-    } else if (fast >= total + extra) {
-      l.cleared = true;
-      note(link_id(a, b) + " is fast on retest: the earlier slow result was noise");
-    }
+  auto& l = links[{a, b}];
+  if (l.confirmed || l.cleared) return;
+  const int votes = link_votes(l);
+  const int fast = l.fast_pair_tests + l.edge_fast;
+  const int group_votes = l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes;
+  const int seen = static_cast<int>(l.slow_pair_tests.size()) + group_votes + l.edge_slow;
+  const int extra = l.edge_slow > 0 ? 1 : 0;
+  if (votes >= cfg.votes && votes > fast) {
+    l.confirmed = true;
+    l.confirmed_round = book.next_id - 1;
+    note(link_id(a, b) + " is slow while both ends are fine with other partners: slow link (" +
+         std::to_string(votes) + " votes)");
+  } else if (fast >= seen + extra) {
+    l.cleared = true;
+    note(link_id(a, b) + " is fast on retest: the earlier slow result was noise");
   }
 }
 

@@ -97,7 +97,7 @@ std::optional<History::Ref> History::reference(int group_size, std::int64_t size
   for (const auto& [k, b] : buckets_)
     if (b.logs.size() >= kOwnSpread) spreads.push_back(widen(mad_sigma(b.logs), b.logs.size()));
   if (!spreads.empty()) r.log_sigma = std::max(r.log_sigma, median(spreads));
-  else if (logs.size() < 3) r.no_spread = true;
+  else r.no_spread = true;
   return r;
 }
 

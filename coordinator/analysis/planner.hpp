@@ -93,6 +93,10 @@ struct PlannerConfig {
   // at least 3 times (more when near the cutoff), judged once against a robust spread. 0 turns it
   // off, so the adaptive search (or Full mode's single circle) runs at any size.
   int exact_below = 8;
+  // A slow result of the screening round raises a suspicion but is no vote (evidence.cpp): a
+  // finding needs votes from retests. True counts it as a vote, as the planner did before; only
+  // to replay runs recorded with that planner.
+  bool screen_votes = false;
   // Give up after this many rounds (0: 4*ceil(log2 N) + 24). What is still undecided then is
   // reported as localize.unresolved findings.
   int max_rounds = 0;

@@ -69,8 +69,8 @@ struct LinkData {
   int fast_pair_tests = 0;
   int group_votes = 0;  // slow groups explained only by this link (set once certified)
   // Per-edge figures (evidence_edges.cpp): times this link's edge stood out among its group's edges,
-  // and times it did not once it was a candidate. A link first seen slow as an edge needs one
-  // vote more than cfg.votes, since a heavy-tailed straggler makes one edge of many slow.
+  // and times it did not once it was a candidate. The first slow edge of a link raised the
+  // suspicion and is no vote, since a heavy-tailed straggler makes one edge of many slow.
   int edge_slow = 0;
   int edge_fast = 0;
   bool confirmed = false;
@@ -262,6 +262,10 @@ struct Planner::Impl : Setup, Evidence {
   bool has_group_evidence(int a, int b) const;
   void update_link(int a, int b);
   void count_link_votes();
+  bool is_vote(std::int64_t round) const;  // evidence.cpp: a slow test there is a vote
+  std::vector<int> voting_partners(int u) const;
+  int link_pair_votes(const LinkData& l) const;
+  int link_votes(const LinkData& l) const;
   void update_links();
 
   // evidence_edges.cpp

@@ -84,15 +84,12 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
     }
     if (!d.bad || on_bad_switch[u]) continue;
     nlohmann::json ev = nlohmann::json::array();
-    std::vector<int> partners;
     for (const auto& s : d.slow_pairs) {
       if (!good(s.partner)) continue;
-      partners.push_back(s.partner);
       ev.push_back({{"round", s.round}, {"partner", name(s.partner)}, {"figure", s.figure},
-                    {"slowness", finite(s.slowness)}});
+                    {"slowness", finite(s.slowness)}, {"vote", is_vote(s.round)}});
     }
-    std::sort(partners.begin(), partners.end());
-    partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
+    const auto partners = voting_partners(u);
     if (d.intermittent) {
       out.push_back(intermittent_finding(u, kiln::Code::NodeSlow, rec[u], "", 0.9));
       continue;
@@ -154,13 +151,13 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
     const auto& [a, b] = key;
     nlohmann::json pairs = nlohmann::json::array();
     for (const auto& [round, slowness] : l.slow_pair_tests)
-      pairs.push_back({{"round", round}, {"slowness", finite(slowness)}});
+      pairs.push_back({{"round", round}, {"slowness", finite(slowness)}, {"vote", is_vote(round)}});
     nlohmann::json groups = nlohmann::json::array();
     for (const auto& g : slow_groups)
       if (std::binary_search(g.members.begin(), g.members.end(), a) &&
           std::binary_search(g.members.begin(), g.members.end(), b))
         groups.push_back({{"round", g.round}, {"size", g.members.size()}, {"slowness", finite(g.slowness)}});
-    const int votes = static_cast<int>(l.slow_pair_tests.size()) + (l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes) + l.edge_slow;
+    const int votes = link_votes(l);
     nlohmann::json evidence = {{"slow_pair_tests", pairs},
                   {"slow_groups_holding_both", groups},
                   {"votes", votes},

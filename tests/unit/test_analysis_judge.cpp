@@ -59,6 +59,8 @@ std::vector<Finding> replay(const coord::LoadedRun& run) {
   // The runs were recorded before clusters of fewer than 8 nodes were tested exactly, pair by pair:
   // replaying their rounds needs the search they were planned with.
   cfg.exact_below = 0;
+  // ...and before a slow screen result stopped counting as a vote.
+  cfg.screen_votes = true;
   analysis::Planner planner(static_cast<int>(names.size()), cfg, {}, names);
   std::vector<const analysis::RoundRecord*> rounds;
   for (const auto& rr : run.rounds)
