@@ -181,7 +181,7 @@ bool Planner::Impl::has_group_evidence(int a, int b) const {
 void Planner::Impl::update_link(int a, int b) {
   {
     auto& l = links[{a, b}];
-    if (l.confirmed || l.cleared) return;
+    if (l.confirmed || l.cleared || decide_edge_link(a, b)) return;
     // A link first seen as one slow edge among many needs a vote more, and a fast result more to
     // be cleared: one edge of a large group is a straggler now and then.
     const int extra = l.edge_slow > 0 ? 1 : 0;
