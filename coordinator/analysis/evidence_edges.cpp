@@ -36,6 +36,8 @@ constexpr double kDecideZ = 2.5;
 constexpr double kClearZ = 1.5;
 constexpr std::ptrdiff_t kConfirmReadings = 3;
 constexpr double kMadToSigma = 1.4826;
+// Edges enough (a group of 8) for their MAD to be the spread on its own.
+constexpr std::size_t kOwnSpreadEdges = 28;
 
 double median_of(std::vector<double> v) {
   const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
@@ -63,8 +65,11 @@ bool Planner::Impl::readable_edges(const std::vector<int>& g, const GroupOutcome
 namespace {
 
 // Log-scale z of every edge against the group's median edge; the spread is the edges' MAD, floored
-// by the configured relative floor and by the spread of pair figures seen so far.
+// by the configured relative floor and, for a group of few edges, by the spread of pair figures seen
+// so far. A pair's figure is its slower end's, stragglers included, so it spreads about twice as
+// wide as one edge: a floor from it would hide a 1.25x link in any group.
 std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& rules, double floor) {
+  if (o.edges.size() >= kOwnSpreadEdges) floor = 0.0;
   std::vector<double> logs;
   for (const auto& e : o.edges) logs.push_back(std::log(to_cost(e.value, rules.direction)));
   const double m = median_of(logs);
