@@ -206,7 +206,7 @@ int Planner::Impl::link_votes(const LinkData& l) const {
 // slow one, the screen's and the first edge's too (one more for a link first seen as an edge).
 void Planner::Impl::update_link(int a, int b) {
   auto& l = links[{a, b}];
-  if (l.confirmed || l.cleared) return;
+  if (l.confirmed || l.cleared || decide_edge_link(a, b)) return;
   const int votes = link_votes(l);
   const int fast = l.fast_pair_tests + l.edge_fast;
   const int group_votes = l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes;

@@ -25,7 +25,19 @@ constexpr std::size_t kSureRow = 15;
 constexpr std::size_t kMaxRowVotes = 32;
 // An edge (or a row's median edge) standing out by less than this is within a healthy spread.
 constexpr double kMinEdgeSlowness = 1.1;
+// A mild link (1.25x: about 4.5 sigma of a 5% spread) reads below z_cutoff one time in three, so an
+// edge opens a suspicion from kOpenZ, and the suspicion is decided on its later readings alone (the
+// first is selected, so biased): cleared by one reading within the healthy spread (below kClearZ: a
+// 1.25x link reads that low about once in 700), confirmed by kConfirmReadings past kDecideZ. A
+// straggler (0.5% of edges, up to 10x) must repeat three times to fake one, which among the 523,776
+// edges of 1,024 nodes happens about once in 200 campaigns; two repeats would happen every campaign.
+constexpr double kOpenZ = 2.5;
+constexpr double kDecideZ = 2.5;
+constexpr double kClearZ = 1.5;
+constexpr std::ptrdiff_t kConfirmReadings = 3;
 constexpr double kMadToSigma = 1.4826;
+// Edges enough (a group of 8) for their MAD to be the spread on its own.
+constexpr std::size_t kOwnSpreadEdges = 28;
 
 double median_of(std::vector<double> v) {
   const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
@@ -53,8 +65,11 @@ bool Planner::Impl::readable_edges(const std::vector<int>& g, const GroupOutcome
 namespace {
 
 // Log-scale z of every edge against the group's median edge; the spread is the edges' MAD, floored
-// by the configured relative floor and by the spread of pair figures seen so far.
+// by the configured relative floor and, for a group of few edges, by the spread of pair figures seen
+// so far. A pair's figure is its slower end's, stragglers included, so it spreads about twice as
+// wide as one edge: a floor from it would hide a 1.25x link in any group.
 std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& rules, double floor) {
+  if (o.edges.size() >= kOwnSpreadEdges) floor = 0.0;
   std::vector<double> logs;
   for (const auto& e : o.edges) logs.push_back(std::log(to_cost(e.value, rules.direction)));
   const double m = median_of(logs);
@@ -87,9 +102,11 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   auto in_row = [&](int u) { return std::find(r.slow_rows.begin(), r.slow_rows.end(), u) != r.slow_rows.end(); };
   for (const auto& e : scored) {
     const bool slow = e.z >= zc && e.slowness >= kMinEdgeSlowness;
+    const bool open = e.z >= std::min(zc, kOpenZ) && e.slowness >= kMinEdgeSlowness;
+    const bool known = links.count({e.a, e.b}) > 0;
     if (slow && in_row(e.a) != in_row(e.b)) r.row_partners[in_row(e.a) ? e.a : e.b].push_back(in_row(e.a) ? e.b : e.a);
-    else if (slow && !in_row(e.a) && (suspect || links.count({e.a, e.b}))) r.slow_links.emplace_back(e.a, e.b);
-    else if (!slow && links.count({e.a, e.b})) r.fast_links.emplace_back(e.a, e.b);
+    else if (known && !in_row(e.a) && !in_row(e.b)) r.readings.push_back({{e.a, e.b}, e.z});
+    else if (open && !in_row(e.a) && !in_row(e.b) && suspect) r.slow_links.emplace_back(e.a, e.b);
   }
   return r;
 }
@@ -102,6 +119,7 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
 Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t round, const GroupOutcome& o,
                                       const Judgement& j, bool suspect) {
   const double figure = o.value.value_or(0.0);
+  if (!o.edges.empty()) edges_seen = true;
   if (j.verdict == Verdict::Unknown || !readable_edges(g, o)) {
     record_group(g, round, figure, j);
     return j.verdict;
@@ -122,13 +140,26 @@ Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t ro
   record_fast(fine, round, figure, clean);
   if (clean && j.verdict == Verdict::Fast)
     history.add(static_cast<int>(g.size()), cfg.size_bytes, to_cost(figure, cfg.outliers.direction));
-  if (r.slow_rows.empty()) return Verdict::Fast;
-  if (j.verdict == Verdict::Slow) {
-    auto m = g;
-    std::sort(m.begin(), m.end());
-    slow_groups.push_back({round, std::move(m), j.slowness});
+  // Every edge was timed: slow rows are node evidence and slow edges suspicions retested as edges,
+  // so bisecting the group on its figure would only time the same edges again in more rounds.
+  return Verdict::Fast;
+}
+
+bool Planner::Impl::decide_edge_link(int a, int b) {
+  auto& l = links[{a, b}];
+  if (l.edge_slow == 0 || l.edge_z.empty()) return false;
+  const auto hi = std::count_if(l.edge_z.begin(), l.edge_z.end(), [](double z) { return z >= kDecideZ; });
+  const bool low = std::any_of(l.edge_z.begin(), l.edge_z.end(), [](double z) { return z < kClearZ; });
+  if (low) {
+    l.cleared = true;
+    note(link_id(a, b) + " is within its group's edges on retest: the earlier slow edge was noise");
+  } else if (hi >= kConfirmReadings) {
+    l.confirmed = true;
+    l.confirmed_round = book.next_id - 1;
+    note(link_id(a, b) + " stands out among its group's edges on " + std::to_string(hi) +
+         " retests while both ends are fine with their other peers: slow link");
   }
-  return Verdict::Slow;
+  return true;
 }
 
 void Planner::Impl::record_edge_evidence(const EdgeReading& r, std::int64_t round, double figure) {
@@ -141,7 +172,11 @@ void Planner::Impl::record_edge_evidence(const EdgeReading& r, std::int64_t roun
     for (int v : partners) nodes[u].slow_pairs.push_back({v, round, 0.0, figure});
   }
   for (auto [a, b] : r.slow_links) ++links[{a, b}].edge_slow;
-  for (auto [a, b] : r.fast_links) ++links[{a, b}].edge_fast;
+  for (const auto& [k, z] : r.readings) {
+    auto& l = links[k];
+    l.edge_z.push_back(z);
+    ++(z >= kDecideZ ? l.edge_slow : l.edge_fast);
+  }
   if (rows.empty() && r.slow_links.empty()) return;
   nlohmann::json e = {{"edges", {{"slow_rows", rows}, {"slow_edges", r.slow_links.size()}}}};
   if (r.slow_links.size() <= 8) {

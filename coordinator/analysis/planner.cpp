@@ -143,6 +143,15 @@ std::vector<const GroupOutcome*> match_outcomes(const RoundPlan& plan,
   return out;
 }
 
+// Slow edges open link suspicions, except in groups that time edges timed before: a retest's or a
+// certification's own stragglers would open new suspicions as fast as the old are settled.
+bool opens_suspicions(const Planner::Impl& s, const Tag& t) {
+  if (t.kind == Tag::LinkRetest || t.kind == Tag::UplinkCheck) return false;
+  if (t.kind != Tag::ItemTest) return true;
+  const auto it = s.search.items.find(t.item);
+  return it == s.search.items.end() || it->second.origin != "cert";
+}
+
 }  // namespace
 
 void Planner::Impl::open_story_entry(const RoundPlan& plan) {
@@ -189,7 +198,7 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
     const bool has_missing = !out[i]->missing.empty();
     Verdict v = judged[i].verdict;
     if (!has_missing && tags[i].kind == Tag::Exact) s.record_exact(plan.groups[i], *out[i]);
-    else if (!has_missing) v = s.record_outcome(plan.groups[i], plan.id, *out[i], judged[i], tags[i].kind != Tag::LinkRetest && tags[i].kind != Tag::UplinkCheck);
+    else if (!has_missing) v = s.record_outcome(plan.groups[i], plan.id, *out[i], judged[i], opens_suspicions(s, tags[i]));
     if (tags[i].kind != Tag::ItemTest) continue;
     if (has_missing) items_with_lost.insert(tags[i].item);
     else item_results[tags[i].item].emplace_back(tags[i], v);

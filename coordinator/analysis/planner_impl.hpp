@@ -73,6 +73,7 @@ struct LinkData {
   // suspicion and is no vote, since a heavy-tailed straggler makes one edge of many slow.
   int edge_slow = 0;
   int edge_fast = 0;
+  std::vector<double> edge_z;  // robust z of its edge in each group after the one that opened it
   bool confirmed = false;
   bool cleared = false;
   std::int64_t confirmed_round = -1;
@@ -84,7 +85,7 @@ struct EdgeReading {
   std::vector<int> slow_rows;                  // members slow with most of their peers
   std::vector<std::pair<int, int>> slow_links; // slow edges whose ends are otherwise fine, (low, high)
   std::map<int, std::vector<int>> row_partners;  // slow row -> peers of its slow edges
-  std::vector<std::pair<int, int>> fast_links; // edges not slow, (low, high)
+  std::vector<std::pair<std::pair<int, int>, double>> readings;  // candidates' edges again: (link, z)
 };
 
 // One pair test, fast or slow, as the switch verdicts read them (evidence_switch.cpp).
@@ -151,6 +152,7 @@ struct Evidence {
   std::vector<SwitchVerdict> slow_switches;        // switches whose crossing traffic is slow
   std::vector<int> clean_cover;                    // members of the largest fast group, sorted
   History history;                                 // fast figures, the baseline of later rounds
+  bool edges_seen = false;                         // some group came back with per-edge figures
 };
 
 // Round bookkeeping: which round comes next, what has been seen, and why the planner stopped.
@@ -197,6 +199,13 @@ struct SearchState {
   int next_item_id = 0;
   bool launched = false;        // the all-to-all over known-good nodes has been planned
   std::size_t idle_tested = 0;  // size of the last sweep over nodes idle during a search
+  // With per-edge figures and more known-good nodes than one timed group holds: rounds of groups
+  // (pairs of blocks) that together time every edge among them (strategy_split.cpp).
+  // The second pass reads every edge again, for the suspicions of the first: it opens none (a
+  // straggler is 0.5% of edges), and decides most.
+  std::vector<std::vector<std::vector<int>>> cover;
+  std::size_t cover_next = 0;
+  std::size_t cover_rereads_from = 0;  // first round of the second pass
 };
 
 // Certification sweep: rounds of groups that together hold every pair of good nodes except the
@@ -276,6 +285,8 @@ struct Planner::Impl : Setup, Evidence {
   Verdict record_outcome(const std::vector<int>& g, std::int64_t round, const GroupOutcome& o,
                          const Judgement& j, bool suspect = true);
   void record_edge_evidence(const EdgeReading& r, std::int64_t round, double figure);
+  // A link opened by a slow edge, decided on its later edge readings; false if they cannot yet.
+  bool decide_edge_link(int a, int b);
 
   // evidence_intermittent.cpp
   std::vector<PairRecord> pair_records() const;

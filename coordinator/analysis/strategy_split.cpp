@@ -134,9 +134,57 @@ void continue_searches(Planner::Impl& s, RoundDraft& round) {
   if (untested > 0 && round.reason.empty()) round.reason = "test groups";
 }
 
+// Groups of at most this many members have every edge timed (the live check, like the simulator,
+// times peers only up to it), and blocks of half that are paired up by the circle method so that
+// every edge among the known-good nodes is timed in blocks-1 rounds; past kMaxCoverBlocks blocks
+// the single all-to-all (group figure only) is the cheaper search.
+constexpr std::size_t kEdgeGroup = 256;
+constexpr std::size_t kMaxCoverBlocks = 8;
+
+std::vector<std::vector<std::vector<int>>> edge_cover(const std::vector<int>& v) {
+  const std::size_t blocks = (v.size() + kEdgeGroup / 2 - 1) / (kEdgeGroup / 2);
+  std::vector<std::vector<int>> block(blocks);
+  for (std::size_t i = 0; i < v.size(); ++i) block[i % blocks].push_back(v[i]);
+  std::vector<int> order;
+  for (std::size_t b = 0; b < blocks; ++b) order.push_back(static_cast<int>(b));
+  if (order.size() % 2) order.push_back(-1);
+  std::vector<std::vector<std::vector<int>>> rounds;
+  for (int r = 0; r + 1 < static_cast<int>(order.size()); ++r) {
+    rounds.emplace_back();
+    for (auto [x, y] : circle_pairs(order, r)) {
+      std::vector<int> g = x >= 0 ? block[x] : std::vector<int>{};
+      if (y >= 0) g.insert(g.end(), block[y].begin(), block[y].end());
+      if (g.size() >= 2) rounds.back().push_back(std::move(g));
+    }
+  }
+  return rounds;
+}
+
+// The next round of the edge cover, on the members still known-good and free.
+void continue_cover(Planner::Impl& s, RoundDraft& round) {
+  if (s.search.cover_next >= s.search.cover.size()) return;
+  int groups = 0;
+  for (auto g : s.search.cover[s.search.cover_next]) {
+    std::erase_if(g, [&](int u) { return !s.active(u) || round.busy[u] || s.nodes[u].item >= 0; });
+    if (g.size() < 2) continue;
+    if (s.search.cover_next >= s.search.cover_rereads_from) {
+      round.add(std::move(g), Tag{Tag::LinkRetest});
+    } else {
+      const int id = s.add_item(Item{0, {Block{g, {}}}, false, "link-search"});
+      round.add(std::move(g), Tag{Tag::ItemTest, id, 0, 0});
+    }
+    ++groups;
+  }
+  ++s.search.cover_next;
+  round.explain("edge cover " + std::to_string(s.search.cover_next) + "/" + std::to_string(s.search.cover.size()) +
+                ": " + std::to_string(groups) + " all-to-all groups timing every edge among the known-good nodes" +
+                (s.search.cover_next > s.search.cover_rereads_from ? " again, for the suspicions" : ""));
+}
+
 // Once: one all-to-all group over every free known-good node, so that every link among them carries
 // traffic at once. One end of every link candidate sits out, or a known candidate would make the
-// group slow by itself.
+// group slow by itself. With per-edge figures and more nodes than one timed group holds, the edge
+// cover instead.
 void launch_link_search(Planner::Impl& s, RoundDraft& round) {
   if (s.cfg.mode != Mode::Adaptive || s.search.launched) return;
   std::vector<int> v;
@@ -145,7 +193,20 @@ void launch_link_search(Planner::Impl& s, RoundDraft& round) {
     if (!cover.count(a) && !cover.count(b)) cover.insert(a);
   for (int u = 0; u < s.n; ++u)
     if (s.good(u) && !round.busy[u] && s.nodes[u].item < 0 && !cover.count(u)) v.push_back(u);
-  if (v.size() >= 3) {
+  // The cover times edges, so a candidate's end need not sit out, nor a node busy this round.
+  std::vector<int> all;
+  for (int u = 0; u < s.n; ++u)
+    if (s.active(u)) all.push_back(u);
+  const std::size_t blocks = (all.size() + kEdgeGroup / 2 - 1) / (kEdgeGroup / 2);
+  if (s.edges_seen && all.size() > kEdgeGroup && blocks <= kMaxCoverBlocks) {
+    v = std::move(all);
+    std::shuffle(v.begin(), v.end(), s.rng);
+    s.search.cover = edge_cover(v);
+    s.search.cover_rereads_from = s.search.cover.size();
+    std::shuffle(v.begin(), v.end(), s.rng);
+    for (auto& r : edge_cover(v)) s.search.cover.push_back(std::move(r));
+    continue_cover(s, round);
+  } else if (v.size() >= 3) {
     std::shuffle(v.begin(), v.end(), s.rng);
     const int id = s.add_item(Item{0, {Block{v, {}}}, false, "link-search"});
     round.add(v, Tag{Tag::ItemTest, id, 0, 0});
@@ -255,6 +316,7 @@ void split_positive(Planner::Impl& s, const Item& it, const Results& r) {
 
 void split(Planner::Impl& s, RoundDraft& round) {
   continue_searches(s, round);
+  continue_cover(s, round);
   launch_link_search(s, round);
   sweep_idle(s, round);
 }
