@@ -21,6 +21,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // 1.25x of the mildest fault to be found), however tight the spread: with three nodes the spread
 // rests on a few dozen figures, and a 10% difference is not a fault even when it looks significant.
 constexpr double kMinEffect = 0.1398;
+// One reading alone must be this much slower (log 1.5), and twice the least slowdown a pair must
+// show, to count against an otherwise fast pair: a healthy pair's readings spread a few percent.
+constexpr double kFlakyEffect = 0.4055;
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -41,6 +44,11 @@ struct PairStat {
   bool undecided = false;    // within 1: reported unresolved once the repeats run out
   bool clear_fast = false;   // neither slow nor near the cutoff
   int tests = 0;
+  // Readings far past the cutoff on their own (kFlakyEffect and z + 2) in a pair whose median is
+  // not slow: a link or node that is slow some of the time. Such a pair is tested again, and is
+  // reported (intermittently slow, or unresolved), never dropped.
+  int slow_readings = 0;
+  bool flaky = false;
 };
 
 struct ExactStats {
@@ -95,7 +103,12 @@ ExactStats exact_stats(const Planner::Impl& s) {
   const double min_effect = s.cfg.outliers.rel_cutoff > 0 && s.cfg.outliers.rel_cutoff < OutlierConfig{}.rel_cutoff
                                 ? std::max(kMinEffect, -std::log(s.cfg.outliers.rel_cutoff))
                                 : kMinEffect;
+  const double one = std::max(1.25 * st.sigma, floor);  // the spread of a single reading
   for (auto& [key, p] : st.pairs) {
+    for (double x : s.exact.logs.at(key)) {
+      const double dx = x - st.baseline;
+      if (!std::isfinite(dx) || (dx >= std::max(kFlakyEffect, 2.0 * min_effect) && dx / one >= zc + 2.0)) ++p.slow_readings;
+    }
     const double pm = 1.25 * st.sigma / std::sqrt(static_cast<double>(p.tests));
     const double sm = std::max(std::sqrt(pm * pm + base_var), floor);
     const double d = p.med - st.baseline;
@@ -103,6 +116,8 @@ ExactStats exact_stats(const Planner::Impl& s) {
     p.slow = p.z >= zc && d >= min_effect;
     p.near_cutoff = std::isfinite(p.z) && std::fabs(p.z - zc) < 2.0 && d >= 0.5 * min_effect;
     p.undecided = p.near_cutoff && std::fabs(p.z - zc) < 1.0;
+    p.flaky = !p.slow && p.slow_readings > 0;
+    p.near_cutoff = p.near_cutoff || p.flaky;
     p.clear_fast = !p.slow && !p.near_cutoff;
   }
   return st;
@@ -206,6 +221,7 @@ nlohmann::json pair_json(const Planner::Impl& s, const Key& key, const PairStat&
           {"slowness", std::isfinite(slowness) ? nlohmann::json(slowness) : nlohmann::json("timeout")},
           {"z", std::isfinite(p.z) ? nlohmann::json(p.z) : nlohmann::json("timeout")},
           {"tests", p.tests},
+          {"slow_readings", p.slow_readings},
           {"slow", p.slow}};
 }
 
@@ -305,9 +321,26 @@ std::vector<kiln::Finding> Planner::Impl::exact_findings() const {
   auto is_bad = [&](int u) { return std::find(bad.begin(), bad.end(), u) != bad.end(); };
   for (const auto& [key, p] : st.pairs) {
     const auto [a, b] = key;
-    if (is_bad(a) || is_bad(b) || under[a] || under[b] || !(p.slow || p.undecided)) continue;
+    // One far reading among a pair's retests is a straggler (the retests say so); two are not.
+    const bool flaky = p.flaky && p.slow_readings >= 2;
+    if (is_bad(a) || is_bad(b) || under[a] || under[b] || !(p.slow || p.undecided || flaky)) continue;
     auto ev = with_pairs(basis, {pair_json(*this, key, p, st.baseline)});
-    if (p.slow && fine_elsewhere(st, a, key) && fine_elsewhere(st, b, key)) {
+    const std::string k_of_n = std::to_string(p.slow_readings) + " of " + std::to_string(p.tests) + " tests";
+    if (flaky && fine_elsewhere(st, a, key) && fine_elsewhere(st, b, key)) {
+      ev["intermittent"] = true;
+      ev["slow_rate"] = static_cast<double>(p.slow_readings) / p.tests;
+      ev["tests"] = p.tests;
+      out.push_back(kiln::make_finding(kiln::Code::LinkSlow, {"link", link_id(a, b)},
+                                       "traffic between " + name(a) + " and " + name(b) + " is intermittently slow (" +
+                                           k_of_n + ") while both are fine with their other partners",
+                                       std::move(ev), 0.9));
+    } else if (flaky) {
+      out.push_back(kiln::make_finding(
+          kiln::Code::LocalizeUnresolved, {"link", link_id(a, b)},
+          "pair " + link_id(a, b) + " was far slower than the others in " + k_of_n +
+              " and fast in the rest: an intermittently slow node or link, or a burst of noise; test it again with more repeats",
+          std::move(ev), 0.5));
+    } else if (p.slow && fine_elsewhere(st, a, key) && fine_elsewhere(st, b, key)) {
       out.push_back(kiln::make_finding(kiln::Code::LinkSlow, {"link", link_id(a, b)},
                                        "traffic between " + name(a) + " and " + name(b) +
                                            " is slow while both are fine with their other partners",

@@ -32,6 +32,7 @@ struct Small {
   std::vector<std::vector<int>> leaves;  // topology: leaf<i> and its nodes
   int slow_leaf = -1;                    // pairs with exactly one end in this leaf are slow
   double rel_cutoff = 0.8;               // the operator's --slow-cutoff
+  double link_rate = 1.0;                // the slow links are slow in this share of their tests
 };
 
 bool crosses_slow_leaf(const Small& m, int a, int b) {
@@ -51,6 +52,8 @@ struct Result {
 Result run(const Small& m) {
   std::mt19937_64 rng(m.seed);
   std::normal_distribution<double> z(0.0, 1.0);
+  std::mt19937_64 flap(m.seed * 7919 + 1);
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
   PlannerConfig cfg;
   cfg.seed = m.seed;
   cfg.outliers.rel_cutoff = m.rel_cutoff;
@@ -66,8 +69,8 @@ Result run(const Small& m) {
       ++r.tests[key];
       GroupOutcome o;
       o.members = g;
-      const bool slow = m.bad.count(g[0]) || m.bad.count(g[1]) || m.links.count(key) ||
-                        crosses_slow_leaf(m, g[0], g[1]);
+      const bool link_on = m.links.count(key) && u01(flap) < m.link_rate;
+      const bool slow = m.bad.count(g[0]) || m.bad.count(g[1]) || link_on || crosses_slow_leaf(m, g[0], g[1]);
       if (m.down >= 0 && plan->id >= 2 && (g[0] == m.down || g[1] == m.down)) o.missing = {m.down};
       else o.value = 2.0 * (slow ? m.factor : 1.0) * std::exp(m.noise * z(rng));
       out.push_back(std::move(o));
@@ -183,4 +186,35 @@ TEST_CASE("exact: a --slow-cutoff looser than the default raises the least slowd
   m.factor = 2.5;
   const auto severe = run(m);
   CHECK(severe.found.count({"link.slow", "node1<->node4"}) == 1);
+}
+
+TEST_CASE("exact: a link slow in some of its tests is tested again and named, never dropped", "[analysis][exact]") {
+  int named = 0, intermittent = 0;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    INFO("seed " << seed);
+    Small m{6, {}, {{1, 4}}, 2.0, 0.02, -1, seed};
+    m.link_rate = 0.4;
+    const auto r = run(m);
+    // Whatever its readings, the pair is the only thing named: as a link, or unresolved.
+    for (const auto& [code, id] : r.found) CHECK(id == "node1<->node4");
+    if (r.found.empty()) continue;
+    ++named;
+    for (const auto& f : r.findings)
+      if (f.evidence.value("intermittent", false)) ++intermittent;
+  }
+  // A link slow in 40% of tests is seen in none of its first three in about 1 run of 5 (0.6^3), and
+  // one far reading alone is taken for a straggler: those runs cannot name it. Measured: 14 of 20
+  // (4 as intermittently slow); by the median of three tests alone, as before, about 7.
+  WARN("named in " << named << " of 20 runs, " << intermittent << " as intermittently slow");
+  CHECK(named >= 12);
+  CHECK(intermittent >= 3);
+}
+
+TEST_CASE("exact: healthy pairs with a few percent of noise raise no intermittent suspicion", "[analysis][exact]") {
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    INFO("seed " << seed);
+    const auto r = run({6, {}, {}, 2.0, 0.03, -1, seed});
+    CHECK(r.found.empty());
+    for (const auto& [pair, k] : r.tests) CHECK(k == 3);  // no retests
+  }
 }
