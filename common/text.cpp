@@ -48,6 +48,12 @@ std::string printable(std::string_view s, std::size_t max) {
   return out;
 }
 
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
 std::string short_number(double v) {
   char b[32];
   const auto r = std::to_chars(b, b + sizeof b, v, std::chars_format::general, 4);

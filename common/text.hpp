@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kiln {
 
@@ -16,6 +17,9 @@ std::string printable(std::string_view s, std::size_t max = 300);
 // A number in 4 significant digits, as printf's %.4g writes it ("700.1", "1e-05"): for figures in
 // findings and generated text.
 std::string short_number(double v);
+
+// The strings with sep between each two ("a,b,c").
+std::string join(const std::vector<std::string>& v, const std::string& sep);
 
 // Allows one log line per period and counts the events in between.
 class RateLimitedLog {

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "coordinator/report.hpp"
 #include "coordinator/store.hpp"
 
 namespace kiln::coord {
@@ -34,14 +35,6 @@ bool isolates(Code c) {
 }
 
 namespace {
-
-// The node a finding's entity is on: a node's own id, a GPU's or HCA's host ("node3/gpu1"); "" for
-// entities that are not on one node (a link, a switch, a rank, the job).
-std::string node_of(const Entity& e) {
-  if (e.kind == "node") return e.id;
-  if (e.kind == "gpu" || e.kind == "hca") return e.id.substr(0, e.id.find('/'));
-  return "";
-}
 
 // Why a finding on a node does not drain it; "" when it does.
 std::string held_because(const Finding& f) {

@@ -18,6 +18,12 @@ namespace {
 json counts(const std::map<std::string, std::uint64_t>& m) { return m.empty() ? json::object() : json(m); }
 }  // namespace
 
+std::string node_of(const Entity& e) {
+  if (e.kind == "node") return e.id;
+  if (e.kind == "gpu" || e.kind == "hca") return e.id.substr(0, e.id.find('/'));
+  return "";
+}
+
 NodeSplit split_nodes(const Report& r) {
   std::set<std::string> all, bad;
   if (!r.hostlist.empty()) {
@@ -39,10 +45,8 @@ NodeSplit split_nodes(const Report& r) {
   for (const auto& f : r.findings) {
     if (f.severity < Severity::Error) continue;
     const auto& e = f.entity;
-    std::string host;
-    if (e.kind == "node") host = e.id;
-    else if (e.kind == "gpu" || e.kind == "hca") host = e.id.substr(0, e.id.find('/'));
-    else if (e.kind == "rank" && host_of_rank.count(e.id)) host = host_of_rank[e.id];
+    std::string host = node_of(e);
+    if (e.kind == "rank" && host_of_rank.count(e.id)) host = host_of_rank[e.id];
     if (!host.empty() && all.count(host)) bad.insert(host);
   }
   std::vector<std::string> good_v, bad_v(bad.begin(), bad.end());

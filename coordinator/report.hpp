@@ -87,6 +87,11 @@ void to_json(nlohmann::json& j, const Report& r);
 // (node[1-2,4-6]): bad are the nodes with a finding of severity error or critical about the node,
 // one of its ranks, GPUs or HCAs, a lost rank, or that never connected; good are the rest. Links
 // and switches make no node bad (their next steps say not to drain the nodes).
+// The node a finding's entity is on: a node's own id, a GPU's or an HCA's host ("node3/gpu1" ->
+// node3); "" for entities not on one node (a link, a switch, the job) and for ranks (their host is
+// the report's to say).
+std::string node_of(const Entity& e);
+
 struct NodeSplit {
   std::string good, bad;
   std::size_t good_count = 0, bad_count = 0;

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "common/text.hpp"
+
 namespace kiln::coord {
 
 namespace {
@@ -10,12 +12,6 @@ namespace {
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? v : fallback;
-}
-
-std::string joined(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
-  return out;
 }
 
 // The allocation's nodes as slurmctld has them now, with their addresses.
@@ -45,7 +41,7 @@ Allocation current_allocation(slurm::SlurmClient& client, int ranks_per_node) {
 
 std::vector<std::string> StepLauncher::srun_argv(const Allocation& a, const LaunchRequest& req, bool overlap) {
   const auto n = std::to_string(a.nodes.size());
-  std::vector<std::string> argv{"srun", "--no-kill", "--kill-on-bad-exit=0", "--nodes=" + n, "--nodelist=" + joined(a.nodes),
+  std::vector<std::string> argv{"srun", "--no-kill", "--kill-on-bad-exit=0", "--nodes=" + n, "--nodelist=" + join(a.nodes, ","),
                                 "--ntasks-per-node=" + std::to_string(a.tasks_per_node),
                                 "--ntasks=" + std::to_string(a.ranks()), "--mpi=" + env_or("KILN_SRUN_MPI", "pmix")};
   // A step that lost a node holds its CPUs on the others until SLURM finds the node down: the
@@ -60,10 +56,11 @@ std::map<std::string, std::string> StepLauncher::srun_env(const Allocation& a, c
   // The batch step's environment still counts the nodes the job started with: srun refuses a step
   // whose size disagrees with it once a node has left, so it is set to the allocation as it is.
   const auto n = std::to_string(a.nodes.size());
+  const auto list = join(a.nodes, ",");
   return {{"KILN_COORDINATOR", req.coordinator},
           {"KILN_SECRET_FILE", req.secret_file.string()},
-          {"SLURM_JOB_NODELIST", joined(a.nodes)},
-          {"SLURM_NODELIST", joined(a.nodes)},
+          {"SLURM_JOB_NODELIST", list},
+          {"SLURM_NODELIST", list},
           {"SLURM_JOB_NUM_NODES", n},
           {"SLURM_NNODES", n},
           {"SLURM_NTASKS", std::to_string(a.ranks())},

@@ -7,6 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/text.hpp"
+
 namespace kiln::slurm {
 
 namespace {
@@ -24,12 +26,6 @@ void require_node_names(const std::vector<std::string>& names) {
   for (const auto& n : names)
     if (n.empty() || n.find_first_of(" \t\n=,") != std::string::npos)
       throw SlurmError("not a node name: '" + n + "'");
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
 }
 
 // stderr as one line: "a; b".
