@@ -11,6 +11,7 @@
 #include "coordinator/campaign.hpp"
 #include "coordinator/journal.hpp"
 #include "coordinator/report.hpp"
+#include "coordinator/report_html.hpp"
 #include "coordinator/run_dir.hpp"
 #include "coordinator/server.hpp"
 #include "coordinator/store.hpp"
@@ -295,6 +296,8 @@ int Campaign::write_report_and_summary(const std::string& error) {
               << "` rebuilds the report once there is room" << std::endl;
     code = 2;
   }
+  if (auto e = write_report_html(opts_.out / "report.html", rep, opts_.out / "results.jsonl"); !e.empty())
+    spdlog::warn("could not write {}: {}", (opts_.out / "report.html").string(), e);
   std::cout << render_summary(rep, (opts_.out / "results.jsonl").string(), report_path.string()) << std::flush;
   return code;
 }

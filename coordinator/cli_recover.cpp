@@ -9,6 +9,7 @@
 #include "coordinator/cli.hpp"
 #include "coordinator/journal.hpp"
 #include "coordinator/report.hpp"
+#include "coordinator/report_html.hpp"
 #include "coordinator/run_dir.hpp"
 #include "coordinator/store.hpp"
 
@@ -49,14 +50,19 @@ namespace {
 
 struct RecoverArgs {
   std::string dir;
+  std::string html;  // kiln report --html: where report.html goes instead of RUN_DIR
   bool quiet = false;
   bool help = false;
 };
 
-// Parses `kiln report|resume RUN_DIR [--quiet]`; returns the error, or "".
-std::string parse_recover_args(const std::vector<std::string>& args, const std::string& usage, RecoverArgs& a) {
+// Parses `kiln report|resume RUN_DIR [--quiet]` (and kiln report's --html); returns the error, or "".
+std::string parse_recover_args(const std::vector<std::string>& args, const std::string& usage, RecoverArgs& a,
+                               bool html = false) {
   po::options_description desc(usage + "\n\noptions");
   desc.add_options()("quiet,q", po::bool_switch(&a.quiet), "no progress lines on stderr");
+  if (html)
+    desc.add_options()("html", po::value(&a.html)->value_name("PATH"),
+                       "write the HTML report to PATH instead of RUN_DIR/report.html");
   return parse_run_dir_args(args, desc, "Exit codes: 0 pass, 1 fail or incomplete, 2 the campaign could not run (or is unfinished).",
                             a.dir, a.help);
 }
@@ -69,8 +75,10 @@ int cmd_report(const std::vector<std::string>& args) {
       "usage: kiln report RUN_DIR\n\nRebuilds RUN_DIR/report.json from results.jsonl, campaign.json and journal.jsonl (and\n"
       "the old report.json, for runs from before the journal), judging the plan again from the\n"
       "records, and prints the summary. A campaign whose coordinator died gets verdict error,\n"
-      "with how far it got; `kiln resume RUN_DIR` continues it.";
-  if (auto e = parse_recover_args(args, usage, a); !e.empty()) return fail(e + " (see kiln report --help)");
+      "with how far it got; `kiln resume RUN_DIR` continues it. Writes RUN_DIR/report.html too (or\n"
+      "--html PATH): the same report as one self-contained page (findings, nodes, per-GPU bars, a\n"
+      "host x host heatmap of pair figures, the rounds); a failure to write it is only a warning.";
+  if (auto e = parse_recover_args(args, usage, a, true); !e.empty()) return fail(e + " (see kiln report --help)");
   if (a.help) return 0;
   const fs::path dir = a.dir;
   coord::Report rep;
@@ -91,6 +99,9 @@ int cmd_report(const std::vector<std::string>& args) {
     std::cerr << "kiln: error: could not write " << (dir / "report.json").string() << ": " << e.what() << std::endl;
     code = 2;
   }
+  const fs::path html = a.html.empty() ? dir / "report.html" : fs::path(a.html);
+  if (auto e = coord::write_report_html(html, rep, dir / "results.jsonl"); !e.empty())
+    std::cerr << "kiln: warning: could not write " << html.string() << ": " << e << std::endl;
   std::cout << coord::render_summary(rep, (dir / "results.jsonl").string(), (dir / "report.json").string())
             << std::flush;
   return code;
