@@ -153,7 +153,7 @@ void bars(std::ostringstream& os, const HtmlFigures& f) {
   const double top = std::max(*std::max_element(values.begin(), values.end()), 1e-12);
   const bool gpus = !f.bars.front().metric.empty();
   os << "<p class=\"legend\">" << (gpus ? "" : "no GPU figure in this run: each rank's headline, ")
-     << html_escape(f.bars.front().test + " " + f.bars.front().metric)
+     << html_escape(f.bars.front().test + (gpus ? " " + f.bars.front().metric : ""))
      << "; the line marks the fleet median (" << num(med) << " " << html_escape(f.bars.front().unit)
      << "); red: below 90% of it</p>\n<div class=\"bars\">\n";
   for (const auto& b : f.bars) {

@@ -58,7 +58,7 @@ void FigureCollector::add(const Result& res) {
   if (res.extra.is_object() && res.extra.contains("peers")) add_peers(res);
   const std::int64_t size = res.size_bytes.value_or(0);
   auto& [test, best] = rank_best_[res.rank];
-  if (size >= best.size) {
+  if (size > best.size) {  // the first figure at the largest size, as the rank's headline
     test = res.test;
     best = {size, res.value, res.unit};
   }

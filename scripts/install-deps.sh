@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages kiln needs to build and test, when they are missing.
 # Runs as root, or through sudo. CUDA/NCCL are optional: when /usr/local/cuda* is absent the
 # worker builds its CPU paths and the GPU tests report SKIP. clang and libclang-rt-14-dev (its
-# libFuzzer and sanitizer runtimes) build the fuzz targets (tests/fuzz, docs/fuzzing.md).
+# libFuzzer and sanitizer runtimes) build the fuzz targets (tests/fuzz, docs/fuzzing.md); chromium
+# (headless) opens report.html in tests/integration/test_report_html.sh.
 set -euo pipefail
 
 PACKAGES=(
@@ -13,6 +14,7 @@ PACKAGES=(
   slurm-wlm slurmd slurmctld slurm-client munge
   iproute2 procps psmisc util-linux bc mawk
   clang libclang-rt-14-dev
+  chromium
 )
 
 missing=()
