@@ -72,7 +72,7 @@ std::string parse_recover_args(const std::vector<std::string>& args, const std::
 int cmd_report(const std::vector<std::string>& args) {
   RecoverArgs a;
   const std::string usage =
-      "usage: kiln report RUN_DIR\n\nRebuilds RUN_DIR/report.json from results.jsonl, campaign.json and journal.jsonl (and\n"
+      "usage: kiln report RUN_DIR [--html PATH]\n\nRebuilds RUN_DIR/report.json from results.jsonl, campaign.json and journal.jsonl (and\n"
       "the old report.json, for runs from before the journal), judging the plan again from the\n"
       "records, and prints the summary. A campaign whose coordinator died gets verdict error,\n"
       "with how far it got; `kiln resume RUN_DIR` continues it. Writes RUN_DIR/report.html too (or\n"
