@@ -233,7 +233,8 @@ void timeline(std::ostringstream& os, const Report& r) {
        << html_escape(rd.reason) << "\"><div class=\"track\"><div class=\"span\" style=\"left:"
        << num(100 * start / total) << "%;width:" << num(100 * d / total) << "%\"></div></div><div class=\"label\">#"
        << rd.id << " " << html_escape(rd.phase) << ", " << rd.groups.size() << " group(s), " << num(d) << " s, "
-       << html_escape(tests) << (rd.finished ? "" : " (cut short)") << ": " << html_escape(rd.reason)
+       << html_escape(tests) << (rd.finished ? "" : " (cut short)") << (rd.reason.empty() ? "" : ": ")
+       << html_escape(rd.reason)
        << "</div></div>\n";
     start += d;
   }
