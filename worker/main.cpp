@@ -17,6 +17,7 @@
 #include "common/auth.hpp"
 #include "common/env_options.hpp"
 #include "common/net.hpp"
+#include "worker/health/run.hpp"
 #include "worker/link.hpp"
 #include "worker/progress.hpp"
 #include "worker/relay.hpp"
@@ -41,6 +42,8 @@ struct Config {
   double deadline = 120;
   double watchdog = 10;
   std::string node_relay = "on";
+  bool health_check = false;
+  health::Options health;
 };
 
 // A worker whose coordinator is gone (connection closed, or silent past the bound: it sends a
@@ -293,7 +296,21 @@ int main(int argc, char** argv) {
       ("node-relay", po::value(&c.node_relay)->default_value(c.node_relay),
        "on: one connection per node; the node's local rank 0 connects for all of the node's ranks and "
        "relays for the others over a unix-domain socket (env KILN_NODE_RELAY); off: one connection per rank")
-      ("list-tests", po::bool_switch(&c.list_tests), "list the tests this build knows and exit");
+      ("list-tests", po::bool_switch(&c.list_tests), "list the tests this build knows and exit")
+      ("health-check", po::bool_switch(&c.health_check),
+       "check this node alone in under a minute, for slurm.conf's HealthCheckProgram (no coordinator, no "
+       "mpirun: NVML health, a short verified GEMM on every GPU, NCCL inside the node, IB ports); one line per "
+       "part, then `kiln-health: OK|FAIL CODE: REASON`; exit 0 healthy, 1 a fault found, 2 the check could not run")
+      ("drain-on-fail", po::bool_switch(&c.health.drain_on_fail),
+       "--health-check: on a fault (exit 1), drain this node (SLURMD_NODENAME, else the short host name) with "
+       "reason \"kiln-health CODE: REASON\"")
+      ("resume-on-pass", po::bool_switch(&c.health.resume_on_pass),
+       "--health-check: on a pass, resume this node if it is drained with a kiln-health reason (only then)")
+      ("json", po::bool_switch(&c.health.json), "--health-check: print one JSON object instead of lines")
+      ("spec", po::value(&c.health.spec), "--health-check: spec file (docs/spec.md) giving the node's GPU count and "
+       "model and HCA rate")
+      ("budget", po::value(&c.health.budget_s)->default_value(c.health.budget_s),
+       "--health-check: seconds for all parts together (past it by 10 s the check gives up: exit 2)");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -312,7 +329,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   for (auto [name, v, zero_ok] : {std::tuple{"--connect-timeout", c.connect_timeout, false},
-                                  std::tuple{"--deadline", c.deadline, false}, std::tuple{"--watchdog", c.watchdog, true}})
+                                  std::tuple{"--deadline", c.deadline, false}, std::tuple{"--watchdog", c.watchdog, true},
+                                  std::tuple{"--budget", c.health.budget_s, false}})
     if (!std::isfinite(v) || v < 0 || (v == 0 && !zero_ok) || v > 7 * 86400.0) {
       std::fprintf(stderr, "kiln-worker: error: %s must be a number of seconds up to 604800\n", name);
       return 2;
@@ -321,6 +339,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kiln-worker: error: --node-relay must be on or off\n");
     return 2;
   }
+  // Without mpirun (--health-check under slurmd, --standalone by hand) this is a singleton MPI
+  // process of one rank: Open MPI 4.1 starts one without a launcher or any environment.
   int provided = 0;
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
     std::fprintf(stderr, "kiln-worker: error: MPI_Init failed\n");
@@ -334,7 +354,9 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     die(node.world_rank, e.what());
   }
-  const int rc = c.standalone ? run_standalone(c, node, faults) : run_connected(c, node, faults);
+  const int rc = c.health_check ? health::run_health_check(c.health, node, faults)
+                 : c.standalone ? run_standalone(c, node, faults)
+                                : run_connected(c, node, faults);
   MPI_Finalize();
   return rc;
 }

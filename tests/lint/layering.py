@@ -5,7 +5,8 @@
 
 - common/ includes only common/.
 - slurm/ includes only common/ and slurm/.
-- worker/ includes nothing from coordinator/ or slurm/; the worker core (worker/*, worker/hw/)
+- worker/ includes nothing from coordinator/ or slurm/ (but worker/health/, the health check,
+  drains its own node through slurm/); the worker core (worker/*, worker/hw/)
   includes nothing from worker/checks/; a check folder worker/checks/<p>/ includes only its own
   files, the worker core and common/.
 - coordinator/ includes nothing from worker/.
@@ -30,6 +31,8 @@ def allowed(path, inc):
     if top == "slurm":
         return inc.startswith(("common/", "slurm/"))
     if top == "worker":
+        if inc.startswith("slurm/") and path.startswith("worker/health/"):
+            return True  # the health check drains its own node
         if inc.startswith(("coordinator/", "slurm/")):
             return False
         parts = path.split("/")
