@@ -30,6 +30,9 @@ struct RunConfig {
   // The embedded default burn-in plan: GPU, NCCL and RDMA tests report SKIP where the hardware is absent.
   std::string tests = "host.inventory,gpu.health,mpi.all_reduce,gpu.burn,gpu.memtest,gpu.copy_bw,nccl.all_reduce,ib.ports";
   std::string params;  // JSON object: {"test.key": {...}}
+  // The plan profile: burnin (the plan above) or health (kHealthTests, minutes); --tests, --params,
+  // --deadline and --localize-by given explicitly win over it.
+  std::string profile = "burnin";
   double deadline = 120;
   double connect_timeout = 60;
   std::vector<std::string> mpirun_args;

@@ -88,6 +88,11 @@ po::options_description run_options(RunConfig& c) {
       ("advertise", po::value(&c.advertise), "host name or address workers dial (default: the listen address; for slurm on 0.0.0.0, this host's "
        "address on the route to the first compute node)")
       ("worker", po::value(&c.worker), "path to kiln-worker (default: next to kiln)")
+      ("profile", po::value(&c.profile)->default_value(c.profile),
+       "the test plan: burnin (the full plan, --tests' default) or health (a few minutes: host.inventory, "
+       "gpu.health, ib.ports, a 10 s GPU burn, short MPI and NCCL all-reduces, no localization; for a periodic "
+       "check, e.g. jobs/kiln-health.scrontab). --tests, --params, --deadline and --localize-by given explicitly "
+       "win over it. Not the hardware profiles of --spec (profiles/*.toml)")
       ("tests", po::value(&c.tests)->default_value(c.tests), "comma-separated test keys, one round each")
       ("params", po::value(&c.params), "JSON object of per-test parameters, e.g. '{\"mpi.all_reduce\":{\"max_bytes\":1048576}}'")
       ("deadline", po::value(&c.deadline)->default_value(c.deadline), "seconds each test may take before it counts as timed out; a group check that overruns it with an MPI "
@@ -441,6 +446,26 @@ int run_campaign(const RunConfig& c, coord::CampaignOptions& o, const LaunchPlan
   }
 }
 
+namespace {
+
+// --profile health: a plan of a few minutes for a periodic check. Returns the error, or "".
+std::string apply_profile(RunConfig& c, const po::variables_map& vm) {
+  if (c.profile == "burnin") return "";
+  if (c.profile != "health") return "--profile must be burnin or health";
+  if (vm["tests"].defaulted()) {
+    c.tests = "host.inventory,gpu.health,ib.ports,gpu.burn,mpi.all_reduce,nccl.all_reduce";
+    if (c.params.empty())
+      c.params = R"({"ib.ports": {"window_s": 5}, "gpu.burn": {"duration_s": 10, "warmup_s": 2},)"
+                 R"( "mpi.all_reduce": {"max_bytes": 16777216, "bytes_per_size": 67108864},)"
+                 R"( "nccl.all_reduce": {"min_bytes": 1048576, "max_bytes": 268435456, "check": true}})";
+  }
+  if (vm["deadline"].defaulted()) c.deadline = 60;
+  if (vm["localize-by"].defaulted()) c.localize.by = "off";
+  return "";
+}
+
+}  // namespace
+
 int cmd_run(const std::vector<std::string>& args) {
   RunConfig c;
   const auto desc = run_options(c);
@@ -462,6 +487,7 @@ int cmd_run(const std::vector<std::string>& args) {
                  "  error       2  the campaign could not run (bad options or spec, launch failure, interrupted)\n";
     return 0;
   }
+  if (auto e = apply_profile(c, vm); !e.empty()) return fail(e);
   c.ranks_given = !vm["ranks"].defaulted();
   c.nodes_given = vm.count("nodes") > 0;
   if (auto e = check_run_config(c); !e.empty()) return fail(e);

@@ -3,7 +3,8 @@
 # on): with every node healthy for two intervals nothing is drained; when node3's FAKE HCA port goes
 # DOWN (testbed fault ib; no machine here has an HCA), node3 alone is drained within about two
 # intervals with a "kiln-health ..." reason; when the port is back, --resume-on-pass resumes it.
-# slurm.conf gets HealthCheckProgram back out on exit, whatever happened.
+# slurm.conf gets HealthCheckProgram back out on exit, whatever happened. Then `kiln run --profile
+# health` on the 6 nodes: the short plan's six checks, verdict pass, in well under 2 minutes.
 source "$(dirname "$0")/slurm_lib.sh"
 need_testbed 6
 INTERVAL=6
@@ -63,4 +64,22 @@ fi
 
 "$TESTBED" health off > /dev/null
 grep -q "^HealthCheckProgram=" "$SLURM_CONF" && bad "slurm.conf still has HealthCheckProgram" || pass "slurm.conf restored"
+
+wait_idle
+OUT="$TMP/profile"
+t0=$SECONDS
+"$KILN" run --profile health --partition debug --nodes 6 --out "$OUT" > "$TMP/profile.out" 2> "$TMP/profile.err"
+rc=$?
+echo "kiln run --profile health on 6 nodes: $((SECONDS - t0)) s, exit $rc"
+python3 - "$OUT" <<'PY' && [ $rc -eq 0 ] && pass "--profile health: the six checks of the short plan on 6 nodes, verdict pass" \
+  || { bad "--profile health: exit $rc"; tail -5 "$TMP/profile.out" "$TMP/profile.err"; }
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1] + "/results.jsonl")]
+tests = sorted({r["test"] for r in rows if "test" in r})
+hosts = sorted({r["host"] for r in rows if "host" in r})
+verdict = json.load(open(sys.argv[1] + "/report.json"))["verdict"]
+print("tests:", tests, "hosts:", len(hosts), "verdict:", verdict)
+assert tests == ["gpu.burn", "gpu.health", "host.inventory", "ib.ports", "mpi.all_reduce", "nccl.all_reduce"]
+assert len(hosts) == 6 and verdict == "pass"
+PY
 finish

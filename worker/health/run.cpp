@@ -71,7 +71,7 @@ Part nccl_in_node(const NodeInfo& node, double deadline_s) {
                                 : "one GPU: nothing to reduce across", 0};
   std::vector<std::string> argv = {"mpirun"};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");  // slurmd runs health checks as root
-  const nlohmann::json params = {{key, {{"min_bytes", "1M"}, {"max_bytes", "256M"}, {"check", true}}}};
+  const nlohmann::json params = {{key, {{"min_bytes", 1 << 20}, {"max_bytes", 64 << 20}, {"check", true}}}};
   const std::string n = std::to_string(node.gpu_count);
   const std::vector<std::string> rest = {"-np", n, "--bind-to", "none", self_exe(), "--standalone", "--tests", key,
                                          "--deadline", std::to_string(std::max(1.0, deadline_s - 5)),
