@@ -280,7 +280,8 @@ int main(int argc, char** argv) {
   po::options_description desc(
       "usage: kiln-worker [options]\n\nThe kiln worker: started by `kiln run` (through mpirun or sbatch) on every node.\n"
       "It reads KILN_COORDINATOR and KILN_SECRET_FILE from the environment. With --standalone it\n"
-      "runs tests without a coordinator and prints one JSON result per line.\n\noptions");
+      "runs tests without a coordinator and prints one JSON result per line. With --health-check it\n"
+      "checks this node alone, for slurm.conf's HealthCheckProgram (docs/operator-guide.md).\n\noptions");
   desc.add_options()
       ("help,h", "show this help")
       ("coordinator", po::value(&c.coordinator), "HOST:PORT of the coordinator (env KILN_COORDINATOR)")

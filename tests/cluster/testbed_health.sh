@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by tests/cluster/testbed: slurmd's HealthCheckProgram on the testbed, and a FAKE HCA per
 # node for it to judge. No testbed machine has an HCA, so every node gets a made-up
 # /sys/class/infiniband tree under the state dir (a copy of the ib.ports fixture's healthy port,

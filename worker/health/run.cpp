@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -125,14 +126,25 @@ std::vector<Part> run_parts(const Options& o, const NodeInfo& node, const Faults
     if (extra.is_object()) out.update(extra);
     return out;
   };
-  std::vector<Part> parts;
-  // Cheapest first; each part gets at most its usual time and never more than the budget left.
-  parts.push_back(show(in_process(node, faults, "ib.ports", p_of("ib.ports", {{"window_s", 2.0}}), std::min(10.0, left()))));
-  parts.push_back(show(in_process(node, faults, "gpu.health", p_of("gpu.health", {}), std::min(20.0, left()))));
+  // Cheapest first; each part gets at most its usual time and never more than the budget left. A
+  // part with no time left could not run (exit 2): running out of budget is not a node's fault.
+  auto part = [&](const std::string& key, double usual_s, const std::function<Part(double)>& run) {
+    const double deadline_s = std::min(usual_s, left());
+    return show(deadline_s < 1 ? Part{key, Status::Error, key, "no time left in the --budget", 0} : run(deadline_s));
+  };
   const double burn_s = std::clamp(left() / 8, 1.0, 5.0);
-  parts.push_back(show(in_process(node, faults, "gpu.burn", {{"duration_s", burn_s}, {"warmup_s", 1.0}, {"size", 8192}},
-                                  std::min(burn_s + 20, left()))));
-  parts.push_back(show(nccl_in_node(node, std::min(30.0, left()))));
+  std::vector<Part> parts;
+  parts.push_back(part("ib.ports", 10, [&](double d) {
+    return in_process(node, faults, "ib.ports", p_of("ib.ports", {{"window_s", 2.0}}), d);
+  }));
+  parts.push_back(part("gpu.health", 20, [&](double d) {
+    return in_process(node, faults, "gpu.health", p_of("gpu.health", nullptr), d);
+  }));
+  parts.push_back(part("gpu.burn", burn_s + 20, [&](double d) {
+    const nlohmann::json burn = {{"duration_s", std::min(burn_s, d / 2)}, {"warmup_s", 1.0}, {"size", 8192}};
+    return in_process(node, faults, "gpu.burn", burn, d);
+  }));
+  parts.push_back(part("nccl.all_reduce", 30, [&](double d) { return nccl_in_node(node, d); }));
   return parts;
 }
 

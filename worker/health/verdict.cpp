@@ -104,7 +104,7 @@ std::string sanitize_reason(std::string_view text, std::size_t max_len) {
   for (char c : text) {
     if (out.size() >= max_len) break;
     const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                       std::string_view(" .,:;/+-_()%#@").find(c) != std::string_view::npos;
+                       std::string_view(" .,:/+-_()%@").find(c) != std::string_view::npos;
     out += plain ? c : '_';
   }
   return out;

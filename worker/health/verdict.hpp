@@ -48,7 +48,7 @@ std::string final_line(const Verdict& v);      // "kiln-health: FAIL ib.ports: .
 nlohmann::json to_json(const std::vector<Part>& parts, const Verdict& v);
 
 // Text safe to hand to scontrol as one argument and to show to every admin: printable ASCII only,
-// no quotes, '=' or shell metacharacters, at most max_len characters.
+// no quotes, `=`, `$`, `;`, backquotes, backslashes or control characters; at most max_len characters.
 std::string sanitize_reason(std::string_view text, std::size_t max_len = 120);
 // "kiln-health <code>: <reason>", sanitized.
 std::string drain_reason(const Verdict& v);
