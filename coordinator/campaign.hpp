@@ -23,6 +23,7 @@
 #include "coordinator/events.hpp"
 #include "coordinator/launcher.hpp"
 #include "coordinator/report.hpp"
+#include "coordinator/report_exports.hpp"
 
 namespace kiln::coord {
 
@@ -53,6 +54,7 @@ struct CampaignOptions {
   // kiln resume: the campaign so far (read from the run directory). Its finished plan rounds are
   // not run again, its results are appended to, and the report covers every session.
   const LoadedRun* resume = nullptr;
+  ExportTargets exports;  // copies of the exports outside the run directory (--prom-textfile)
 };
 
 struct RankState {

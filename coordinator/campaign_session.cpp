@@ -298,6 +298,7 @@ int Campaign::write_report_and_summary(const std::string& error) {
   }
   if (auto e = write_report_html(opts_.out / "report.html", rep, opts_.out / "results.jsonl"); !e.empty())
     spdlog::warn("could not write {}: {}", (opts_.out / "report.html").string(), e);
+  write_exports(opts_.out, rep, opts_.exports);  // JUnit, Prometheus, Influx beside it; only warns
   std::cout << render_summary(rep, (opts_.out / "results.jsonl").string(), report_path.string()) << std::flush;
   return code;
 }

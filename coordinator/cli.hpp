@@ -51,6 +51,7 @@ struct RunConfig {
   std::string optional;  // --optional: checks a verdict does not need, on top of the spec's
   bool drain = false;    // --drain: drain on the findings at the end (only printed without yes)
   bool yes = false;
+  std::string prom_textfile;  // --prom-textfile: a copy of kiln.prom for node_exporter's textfile collector
 };
 
 // What the launcher needs, found while checking the config: a SLURM request (sbatch), or the

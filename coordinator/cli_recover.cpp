@@ -10,6 +10,7 @@
 #include "coordinator/journal.hpp"
 #include "coordinator/report.hpp"
 #include "coordinator/report_html.hpp"
+#include "coordinator/report_exports.hpp"
 #include "coordinator/run_dir.hpp"
 #include "coordinator/store.hpp"
 
@@ -53,16 +54,22 @@ struct RecoverArgs {
   std::string html;  // kiln report --html: where report.html goes instead of RUN_DIR
   bool quiet = false;
   bool help = false;
+  coord::ExportTargets exports;  // kiln report: copies of kiln.prom and report.influx elsewhere
 };
 
-// Parses `kiln report|resume RUN_DIR [--quiet]` (and kiln report's --html); returns the error, or "".
+// Parses `kiln report|resume RUN_DIR [--quiet]` (and kiln report's --html, --prom-textfile,
+// --influx); returns the error, or "".
 std::string parse_recover_args(const std::vector<std::string>& args, const std::string& usage, RecoverArgs& a,
-                               bool html = false) {
+                               bool report = false) {
   po::options_description desc(usage + "\n\noptions");
   desc.add_options()("quiet,q", po::bool_switch(&a.quiet), "no progress lines on stderr");
-  if (html)
+  if (report)
     desc.add_options()("html", po::value(&a.html)->value_name("PATH"),
-                       "write the HTML report to PATH instead of RUN_DIR/report.html");
+                       "write the HTML report to PATH instead of RUN_DIR/report.html")(
+        "prom-textfile", po::value(&a.exports.prom_textfile)->value_name("PATH"),
+        "also write kiln.prom to PATH (atomically), e.g. for node_exporter's textfile collector")(
+        "influx", po::value(&a.exports.influx)->value_name("PATH"),
+        "also write report.influx (Influx line protocol) to PATH");
   return parse_run_dir_args(args, desc, "Exit codes: 0 pass, 1 fail or incomplete, 2 the campaign could not run (or is unfinished).",
                             a.dir, a.help);
 }
@@ -72,13 +79,15 @@ std::string parse_recover_args(const std::vector<std::string>& args, const std::
 int cmd_report(const std::vector<std::string>& args) {
   RecoverArgs a;
   const std::string usage =
-      "usage: kiln report RUN_DIR [--html PATH]\n\nRebuilds RUN_DIR/report.json from results.jsonl, campaign.json and journal.jsonl (and\n"
+      "usage: kiln report RUN_DIR [--html PATH] [--prom-textfile PATH] [--influx PATH]\n\nRebuilds RUN_DIR/report.json from results.jsonl, campaign.json and journal.jsonl (and\n"
       "the old report.json, for runs from before the journal), judging the plan again from the\n"
       "records, and prints the summary. A campaign whose coordinator died gets verdict error,\n"
       "with how far it got; `kiln resume RUN_DIR` continues it. Writes RUN_DIR/report.html too (or\n"
       "--html PATH): the same report as one self-contained page (findings, nodes, per-GPU bars, a\n"
-      "host x host heatmap of pair figures, the rounds); a failure to write it is only a warning.";
-  if (auto e = parse_recover_args(args, usage, a, true); !e.empty()) return fail(e + " (see kiln report --help)");
+      "host x host heatmap of pair figures, the rounds), and rewrites the exports beside it:\n"
+      "report.junit.xml (JUnit XML), kiln.prom (Prometheus textfile) and report.influx (Influx\n"
+      "line protocol). A failure to write any of these is only a warning.";
+  if (auto e = parse_recover_args(args, usage, a, /*report=*/true); !e.empty()) return fail(e + " (see kiln report --help)");
   if (a.help) return 0;
   const fs::path dir = a.dir;
   coord::Report rep;
@@ -102,6 +111,7 @@ int cmd_report(const std::vector<std::string>& args) {
   const fs::path html = a.html.empty() ? dir / "report.html" : fs::path(a.html);
   if (auto e = coord::write_report_html(html, rep, dir / "results.jsonl"); !e.empty())
     std::cerr << "kiln: warning: could not write " << html.string() << ": " << e << std::endl;
+  coord::write_exports(dir, rep, a.exports);  // only warns: an export never changes the exit code
   std::cout << coord::render_summary(rep, (dir / "results.jsonl").string(), (dir / "report.json").string())
             << std::flush;
   return code;

@@ -128,7 +128,10 @@ po::options_description run_options(RunConfig& c) {
        "starts and kept as OUT/spec.toml. Without it, each node is matched to a shipped profile by its GPUs; "
        "'none' judges against no expectations")
       ("optional", po::value(&c.optional),
-       "comma-separated checks a verdict does not need, on top of the spec's optional lists");
+       "comma-separated checks a verdict does not need, on top of the spec's optional lists")
+      ("prom-textfile", po::value(&c.prom_textfile),
+       "also write OUT/kiln.prom (Prometheus metrics) to this path, replaced atomically, e.g. "
+       "/var/lib/prometheus/node-exporter/kiln.prom for node_exporter's textfile collector");
   return desc;
 }
 
@@ -345,6 +348,7 @@ void to_json(nlohmann::json& j, const RunConfig& c) {
        {"nodelist", c.nodelist}, {"partition", c.partition}, {"nodes", c.nodes}, {"nodes_given", c.nodes_given},
        {"ranks_per_node", c.ranks_per_node},
        {"job_template", c.job_template}, {"sbatch_args", c.sbatch_args}, {"only_allocation", c.only_allocation},
+       {"prom_textfile", c.prom_textfile},
        {"spec", c.spec}, {"optional", c.optional}};
 }
 
@@ -377,6 +381,7 @@ void from_json(const nlohmann::json& j, RunConfig& c) {
   c.job_template = j.value("job_template", d.job_template);
   c.sbatch_args = j.value("sbatch_args", d.sbatch_args);
   c.only_allocation = j.value("only_allocation", false);
+  c.prom_textfile = j.value("prom_textfile", std::string());
   c.spec = j.value("spec", d.spec);
   c.optional = j.value("optional", d.optional);
 }
@@ -391,6 +396,7 @@ std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::Com
   o.test_deadline_s = c.deadline;
   o.connect_timeout_s = c.connect_timeout;
   o.quiet = c.quiet;
+  o.exports.prom_textfile = c.prom_textfile;
   o.launcher_args = c.mpirun_args;
   try {
     const char* default_listen = c.launcher == "slurm" || c.launcher == "step" ? "0.0.0.0:0" : "127.0.0.1:0";
