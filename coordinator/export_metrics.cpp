@@ -130,7 +130,12 @@ void run_families(Families& fs, const Report& r) {
   }
 }
 
-std::string ns(double unix_s) { return std::to_string(static_cast<long long>(std::llround(unix_s * 1e9))); }
+// Whole seconds and the fraction apart: unix time * 1e9 as one double loses the last microseconds.
+long long ns_of(double unix_s) {
+  const double whole = std::floor(unix_s);
+  return static_cast<long long>(whole) * 1000000000LL + std::llround((unix_s - whole) * 1e9);
+}
+std::string ns(double unix_s) { return std::to_string(ns_of(unix_s)); }
 
 std::string tags(const Labels& ls) {
   std::string s;
@@ -169,7 +174,7 @@ std::string influx_lines(const Report& r, const std::vector<Result>& results) {
     o << "kiln_finding" << tags({{"run_id", r.run_id}, {"code", to_string(f.code)}, {"severity", to_string(f.severity)},
                                  {"entity", f.entity.kind + ":" + f.entity.id}})
       << " confidence=" << num(f.confidence) << ",summary=\"" << influx_string_escape(f.summary) << "\",next_step=\""
-      << influx_string_escape(f.next_step) << "\" " << std::llround(end * 1e9) + i++ << "\n";
+      << influx_string_escape(f.next_step) << "\" " << ns_of(end) + i++ << "\n";
   }
   o << "kiln_run" << tags({{"run_id", r.run_id}, {"verdict", r.verdict}}) << " duration=" << num(r.duration_s)
     << ",findings=" << r.findings.size() << "i,results=" << r.results_total << "i " << ns(r.started) << "\n";
