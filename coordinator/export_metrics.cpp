@@ -176,7 +176,7 @@ std::string influx_lines(const Report& r, const std::vector<Result>& results) {
       << " confidence=" << num(f.confidence) << ",summary=\"" << influx_string_escape(f.summary) << "\",next_step=\""
       << influx_string_escape(f.next_step) << "\" " << ns_of(end) + i++ << "\n";
   }
-  o << "kiln_run" << tags({{"run_id", r.run_id}, {"verdict", r.verdict}}) << " duration=" << num(r.duration_s)
+  o << "kiln_run" << tags({{"run_id", r.run_id}, {"verdict", r.verdict}}) << " duration_s=" << num(r.duration_s)
     << ",findings=" << r.findings.size() << "i,results=" << r.results_total << "i " << ns(r.started) << "\n";
   return o.str();
 }

@@ -4,6 +4,8 @@
 # worker builds its CPU paths and the GPU tests report SKIP. clang and libclang-rt-14-dev (its
 # libFuzzer and sanitizer runtimes) build the fuzz targets (tests/fuzz, docs/fuzzing.md); chromium
 # (headless) opens report.html in tests/integration/test_report_html.sh.
+# libxml2-utils (xmllint), prometheus (promtool) and influxdb (influxd) check the exports
+# (tests/integration/test_exports.sh); their servers are never left running (see below).
 set -euo pipefail
 
 PACKAGES=(
@@ -15,6 +17,7 @@ PACKAGES=(
   iproute2 procps psmisc util-linux bc mawk
   clang libclang-rt-14-dev
   chromium
+  libxml2-utils prometheus influxdb curl
 )
 
 missing=()
@@ -40,4 +43,14 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # Debian's munge/slurm packages may try to start services on install; the testbed runs its own.
 $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+# prometheus, prometheus-node-exporter and influxdb start their servers from postinst (systemd, or
+# invoke-rc.d where policy-rc.d allows it). Only their tools are wanted: stop what was started,
+# and keep it from starting at boot, so that CI is left with nothing listening.
+for svc in prometheus prometheus-node-exporter influxdb; do
+  if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
+  elif [ -x "/etc/init.d/$svc" ]; then
+    $SUDO "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+  fi
+done
 echo "install-deps: done"

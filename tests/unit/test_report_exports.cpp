@@ -142,5 +142,5 @@ TEST_CASE("exports: Influx has one line per result, finding and run", "[exports]
                  "size_bytes=8,unit=GB/s,status=pass value=2 1700000000250000000");
   CHECK(ls[1].find(",unit=") == std::string::npos);  // an empty tag is left out, never written empty
   CHECK(t.find("summary=\"slow \\\"node\\\" <here> & there\"") != std::string::npos);
-  CHECK(ls.back() == "kiln_run,run_id=run\\ 1,verdict=fail duration=12.5,findings=2i,results=0i 1700000000000000000");
+  CHECK(ls.back() == "kiln_run,run_id=run\\ 1,verdict=fail duration_s=12.5,findings=2i,results=0i 1700000000000000000");
 }
