@@ -63,7 +63,8 @@ std::string make_run_id() {
 po::options_description run_options(RunConfig& c) {
   po::options_description desc(
       "usage: kiln run [options]\n\nLaunches kiln-worker ranks, runs the test plan round by round, streams every\n"
-      "result to OUT/results.jsonl and writes OUT/report.json.\n\noptions");
+      "result to OUT/results.jsonl and writes OUT/report.json, with report.junit.xml (JUnit XML),\n"
+      "kiln.prom (Prometheus textfile) and report.influx (Influx line protocol) beside it.\n\noptions");
   desc.add_options()
       ("help,h", "show this help")
       ("launcher", po::value(&c.launcher)->default_value(c.launcher),
