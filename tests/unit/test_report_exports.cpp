@@ -29,27 +29,12 @@ std::vector<std::string> lines_of(const std::string& text) {
 }
 
 CheckEnd end_of(const std::string& test, int rank, Status s, const std::string& reason = "") {
-  CheckEnd e;
-  e.test = test;
-  e.host = kHostile;
-  e.rank = rank;
-  e.status = s;
-  e.reason = reason;
-  e.seconds = 1.5;
-  return e;
+  return CheckEnd{.test = test, .host = kHostile, .rank = rank, .status = s, .reason = reason, .seconds = 1.5};
 }
 
 Result result_of(int rank, const std::string& unit, double v, std::optional<std::int64_t> size = std::nullopt) {
-  Result r;
-  r.test = "mpi.all_reduce";
-  r.host = kHostile;
-  r.rank = rank;
-  r.metric = "busbw";
-  r.unit = unit;
-  r.value = v;
-  r.size_bytes = size;
-  r.ts = 1700000000.25;
-  return r;
+  return Result{.test = "mpi.all_reduce", .host = kHostile, .rank = rank, .metric = "busbw", .value = v, .unit = unit,
+                .size_bytes = size, .ts = 1700000000.25};
 }
 
 Report hostile_report() {
