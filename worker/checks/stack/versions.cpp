@@ -100,18 +100,23 @@ std::vector<std::pair<std::string, std::string>> values_of(const std::string& na
   return out;
 }
 
+// The string parameter `kind`_`field` (expected_driver, min_nccl: common/checks.cpp declares which
+// exist); "" when not given.
+std::string wanted(const json& params, const char* kind, const std::string& field) {
+  const auto it = params.find(std::string(kind) + "_" + field);
+  return it != params.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 void judge(Result& r, const json& versions, const json& params) {
   for (const auto& [field, v] : versions.items()) {
-    const auto want = params.find("expected_" + field), least = params.find("min_" + field);
-    const bool has_want = want != params.end() && want->is_string(), has_least = least != params.end() && least->is_string();
-    if (!has_want && !has_least) continue;
+    const auto want = wanted(params, "expected", field), least = wanted(params, "min", field);
+    if (want.empty() && least.empty()) continue;
     const auto vals = values_of(field, v);
     if (vals.empty()) fail(r, field + " version unknown: the spec asks for one");
     for (const auto& [what, got] : vals) {
-      if (has_want && got != want->get<std::string>())
-        fail(r, what + " is " + got + ", the spec expects " + want->get<std::string>());
-      if (has_least && compare_versions(got, least->get<std::string>()) < 0)
-        fail(r, what + " " + got + " is older than the spec's minimum " + least->get<std::string>());
+      if (!want.empty() && got != want) fail(r, what + " is " + got + ", the spec expects " + want);
+      if (!least.empty() && compare_versions(got, least) < 0)
+        fail(r, what + " " + got + " is older than the spec's minimum " + least);
     }
   }
 }
