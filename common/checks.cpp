@@ -113,6 +113,39 @@ CheckSpec rdma(std::string key, std::string what, bool latency) {
           latency ? FigureSpec{"lat", "us", false, false} : FigureSpec{"bw", "Gb/s", true, false}};
 }
 
+// The stack checks read sysfs and procfs under `root`, so the tests run them on recorded trees.
+ParamSpec stack_root() {
+  return p("root", P::String, nullptr, none, none,
+           "read sysfs and procfs under this directory instead of / (env KILN_SYSFS_ROOT; tests use recorded trees)");
+}
+
+std::vector<ParamSpec> version_params() {
+  std::vector<ParamSpec> ps{stack_root()};
+  for (const char* f : {"driver", "kernel", "hca_fw", "vbios", "mlx5_core"})
+    ps.push_back(p(std::string("expected_") + f, P::String, nullptr, none, none,
+                   std::string("fail unless the node's ") + f + " version is exactly this"));
+  for (const char* f : {"driver", "cuda_driver", "cuda_runtime", "nccl", "rdma_core", "hca_fw", "mlx5_core"})
+    ps.push_back(p(std::string("min_") + f, P::String, nullptr, none, none,
+                   std::string("fail when the node's ") + f + " version is older (dotted numbers compared)"));
+  return ps;
+}
+
+std::vector<CheckSpec> stack_checks() {
+  return {{"stack.versions",
+           "driver, CUDA, NCCL, MPI, rdma-core, mlx5_core, HCA firmware, kernel and VBIOS versions against the spec "
+           "and the fleet",
+           Scope::PerNode, 30, version_params(), std::nullopt},
+          {"stack.pci",
+           "PCIe link width/speed (current vs max) and MaxReadReq of every GPU and HCA, ACS on the bridges above them",
+           Scope::PerNode, 30,
+           {stack_root(), p("min_max_read_request", P::Int, 0, 0, 4096,
+                            "fail a GPU or HCA whose Max_Read_Request_Size is below this many bytes (0: no check)")},
+           std::nullopt},
+          {"stack.system",
+           "IOMMU mode, NUMA node of each GPU vs its nearest HCA, locked-memory limit, NVSwitch fabric manager",
+           Scope::PerNode, 30, {stack_root()}, std::nullopt}};
+}
+
 std::vector<CheckSpec> build() {
   std::vector<CheckSpec> c;
   c.push_back({"host.inventory", "CPUs, memory, kernel, GPUs, CUDA/NCCL/MPI/rdma-core versions of the node",
@@ -141,6 +174,7 @@ std::vector<CheckSpec> build() {
                 p("expect_rate_gbps", P::Number, 0.0, 0, 1e5, "fail a port below this rate (0: no check)"),
                 p("sysfs_root", P::String, nullptr, none, none, "read HCAs from this tree instead of /sys (tests)")},
                std::nullopt});
+  for (auto& s : stack_checks()) c.push_back(std::move(s));
   c.push_back({"gpu.health",
                "GPU inventory and NVML health: count/model vs spec, ECC, row remap, PCIe, clocks, throttle, XID",
                Scope::PerNode, 60,

@@ -168,9 +168,26 @@ void Fleet::add_inventory(const std::string& host, const nlohmann::json& extra) 
     put(s, "memory GiB", std::to_string(static_cast<long long>(std::lround(it->get<double>()))));
 }
 
+void Fleet::add_versions(const std::string& host, const nlohmann::json& extra) {
+  if (!extra.is_object()) return;
+  auto& s = settings_[host];
+  for (const auto& [name, v] : extra.items()) {
+    if (v.is_string()) put(s, "stack " + name, v.get<std::string>());
+    if (!v.is_object() || v.empty()) continue;
+    std::set<std::string> distinct;
+    for (const auto& [device, x] : v.items())
+      if (x.is_string()) distinct.insert(x.get<std::string>());
+    std::string joined;
+    for (const auto& x : distinct) joined += (joined.empty() ? "" : ", ") + x;
+    put(s, "stack " + name, joined);
+  }
+}
+
 void Fleet::add_record(const Result& r) {
   if (r.test == "host.inventory" && r.metric == "inventory")
     add_inventory(r.host, r.extra);
+  else if (r.test == "stack.versions" && r.metric == "versions")
+    add_versions(r.host, r.extra);
   else
     add(r);
 }

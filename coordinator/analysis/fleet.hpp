@@ -64,7 +64,10 @@ class Fleet {
   // What a node reported of itself: its hello (NodeInfo) and host.inventory's inventory record.
   void add_node(const NodeInfo& info);
   void add_inventory(const std::string& host, const nlohmann::json& extra);
-  // A plan round's result: host.inventory's record, or a figure.
+  // stack.versions' record: each version a setting ("stack driver"); a per-device one (hca_fw,
+  // vbios) as the node's distinct values, so one odd device makes its node differ.
+  void add_versions(const std::string& host, const nlohmann::json& extra);
+  // A plan round's result: host.inventory's or stack.versions' record, or a figure.
   void add_record(const Result& r);
   void merge(const Fleet& other);
 

@@ -207,3 +207,22 @@ TEST_CASE("fleet: a slow uplink is a switch.slow on the path between leaves, not
   f.set_leaves({});
   CHECK(codes(f.findings()).count({"switch.slow", "leaf1<->leaf2"}) == 0);
 }
+
+TEST_CASE("fleet: stack.versions names the node whose driver or HCA firmware differs from the majority", "[fleet]") {
+  Fleet f;
+  for (int n = 0; n < 5; ++n) {
+    Result r;
+    r.test = "stack.versions";
+    r.metric = "versions";
+    r.host = "node" + std::to_string(n);
+    r.extra = {{"driver", n == 1 ? "570.133.20" : "580.159.04"},
+               {"nccl", nullptr},
+               {"hca_fw", {{"mlx5_0", "28.39.1002"}, {"mlx5_1", n == 3 ? "28.36.1010" : "28.39.1002"}}}};
+    f.add_record(r);
+  }
+  const auto found = f.findings();
+  REQUIRE(found.size() == 2);
+  CHECK(ids(found, Code::FleetSetting) == std::vector<std::string>{"node1", "node3"});
+  CHECK(found[0].summary == "stack driver on node1 is '570.133.20' where 4 of 5 nodes have '580.159.04'");
+  CHECK(found[1].summary == "stack hca_fw on node3 is '28.36.1010, 28.39.1002' where 4 of 5 nodes have '28.39.1002'");
+}
