@@ -9,7 +9,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git python3
+  build-essential cmake ninja-build pkg-config git python3 python3-jsonschema
   libopenmpi-dev openmpi-bin libpmix2
   libboost-program-options-dev libboost-dev nlohmann-json3-dev libspdlog-dev catch2
   libibverbs-dev libssl-dev libsqlite3-dev sqlite3 libtomlplusplus-dev fio

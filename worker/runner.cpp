@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "common/check.hpp"
+#include "common/finite_value.hpp"
 #include "worker/mpi_wait.hpp"
 #include "worker/progress.hpp"
 
@@ -51,6 +52,7 @@ class StampingSink : public ResultSink {
     if (r.group_id < 0) r.group_id = group_;
     if (r.entity.kind.empty()) r.entity = {"rank", std::to_string(node_.world_rank)};
     if (r.ts == 0.0) r.ts = now_unix();
+    make_value_finite(r);
     if (severity_rank(r.status) > severity_rank(worst_) && r.status != Status::Skip) worst_ = r.status;
     if (r.status == Status::Skip) {
       if (skip_reason_.empty()) skip_reason_ = r.reason;

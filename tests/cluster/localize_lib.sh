@@ -44,7 +44,7 @@ clear_faults() { "$TESTBED" fault clear >/dev/null 2>&1 || true; }
 # need_tree_testbed [FABRIC]: the testbed in two leaves (SLURM topology/tree, the topology.conf the
 # testbed writes), brought up so if the suite's flat one is up; with FABRIC (e.g. 200mbit) every
 # node's port is shaped to it, so healthy figures are set by the shaping and a fault can be mild.
-# Installs an EXIT trap that clears the faults and the fabric and brings the flat testbed back
+# Adds an exit hook (at_exit) that clears the faults and the fabric and brings the flat testbed back
 # (the cluster tests run one at a time).
 need_tree_testbed() {
   local fabric=${1:-}
@@ -57,7 +57,7 @@ need_tree_testbed() {
     "$TESTBED" up "$TREE_FLAT" --topology tree > /dev/null 2>&1 || { bad "testbed up $TREE_FLAT --topology tree failed"; finish; }
     need_testbed 6
   fi
-  trap restore_flat_testbed EXIT
+  at_exit restore_flat_testbed
   clear_faults
   if [ -n "$fabric" ]; then
     "$TESTBED" fabric "$fabric" > /dev/null || { bad "testbed fabric $fabric failed"; finish; }
@@ -69,5 +69,4 @@ restore_flat_testbed() {
   "$TESTBED" fabric off > /dev/null 2>&1 || true
   clear_faults
   if [ -n "$TREE_FLAT" ]; then "$TESTBED" down > /dev/null 2>&1; "$TESTBED" up "$TREE_FLAT" > /dev/null 2>&1; fi
-  [ -n "${KILN_KEEP_TMP:-}" ] || rm -rf "$TMP"
 }

@@ -9,9 +9,8 @@ need_testbed 6
 cleanup() {
   clear_faults
   scontrol update NodeName=node3,node5 State=RESUME > /dev/null 2>&1
-  rm -rf "$TMP"
 }
-trap cleanup EXIT
+at_exit cleanup
 clear_faults
 node_line() { scontrol --oneliner show node "$1"; }
 drained() { node_line "$1" | grep -q 'State=[A-Z+]*DRAIN'; }

@@ -8,7 +8,7 @@ need_testbed 6
 pid=$(pgrep -f "slurmd -D -N node2 " | head -1)
 [ -n "$pid" ] || { echo "SKIP: no slurmd for node2"; exit 77; }
 all=$(taskset -p "$pid" | sed 's/.*: //')
-trap 'taskset -a -p "$all" "$pid" > /dev/null; rm -rf "$TMP"' EXIT
+at_exit 'taskset -a -p "$all" "$pid" > /dev/null'
 taskset -a -p 1 "$pid" > /dev/null
 OUT="$TMP/run"
 "$KILN" run --partition debug --nodes 6 --out "$OUT" --tests host.inventory --localize-by off \

@@ -5,7 +5,7 @@
 # else is named. Then, with the fault cleared, the same campaign has no finding.
 source "$(dirname "$0")/localize_lib.sh"
 need_testbed 6
-trap 'clear_faults; [ -n "${KILN_KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
+at_exit clear_faults
 clear_faults
 "$TESTBED" fault slow node3 100mbit > /dev/null || { echo "SKIP: cannot shape node3"; exit 77; }
 OUT="$TMP/slow"

@@ -12,9 +12,8 @@ cleanup() {
   "$TESTBED" health off > /dev/null 2>&1
   "$TESTBED" fault ib node3 clear > /dev/null 2>&1
   scontrol update NodeName=node3 State=RESUME > /dev/null 2>&1
-  rm -rf "$TMP"
 }
-trap cleanup EXIT
+at_exit cleanup
 reason_of() { scontrol --oneliner show node "$1" | grep -o 'Reason=.*' | sed 's/^Reason=//'; }
 drained_nodes() { sinfo --noheader --partition=debug --Node --format='%N %t' | awk '$2 ~ /^dr/ {print $1}' | sort -u | xargs; }
 # wait_until SECONDS CMD...: polls CMD every half second; prints how long it took.

@@ -8,8 +8,8 @@
 source "$(dirname "$0")/slurm_lib.sh"
 source "${KILN_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/integration/store_lib.sh"
 need_testbed 3
-cleanup() { "$TESTBED" fault clear > /dev/null 2>&1; [ -n "${KILN_KEEP_TMP:-}" ] || rm -rf "$TMP"; }
-trap cleanup EXIT
+cleanup() { "$TESTBED" fault clear > /dev/null 2>&1; }
+at_exit cleanup
 start_kill_drill
 acked_before=$(acked "$TMP/run.err")
 "$TESTBED" fault crash node2 && pass "crashed node2 with $acked_before records acknowledged"

@@ -2,7 +2,7 @@
 # `fault link` between two nodes: a link finding for that pair and no node finding.
 source "$(dirname "$0")/localize_lib.sh"
 need_testbed 6
-trap 'clear_faults; rm -rf "$TMP"' EXIT
+at_exit clear_faults
 clear_faults
 "$TESTBED" fault link node2 node5 100mbit || { echo "SKIP: cannot shape the node2-node5 link"; exit 77; }
 OUT="$TMP/link"

@@ -2,7 +2,7 @@
 # A clean testbed: no findings in 5 runs in a row.
 source "$(dirname "$0")/localize_lib.sh"
 need_testbed 6
-trap 'clear_faults; rm -rf "$TMP"' EXIT
+at_exit clear_faults
 clear_faults
 for i in 1 2 3 4 5; do
   OUT="$TMP/clean$i"

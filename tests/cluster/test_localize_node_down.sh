@@ -7,9 +7,8 @@ cleanup() {
   clear_faults
   # Bring the node back for whoever runs next.
   scontrol update nodename=node4 state=resume >/dev/null 2>&1 || true
-  rm -rf "$TMP"
 }
-trap cleanup EXIT
+at_exit cleanup
 clear_faults
 OUT="$TMP/down"
 start=$SECONDS

@@ -2,7 +2,7 @@
 # `fault slow` on one node: that node is the only finding (node.slow), found by the planner's rounds.
 source "$(dirname "$0")/localize_lib.sh"
 need_testbed 6
-trap 'clear_faults; rm -rf "$TMP"' EXIT
+at_exit clear_faults
 clear_faults
 "$TESTBED" fault slow node3 100mbit || { echo "SKIP: cannot shape node3"; exit 77; }
 OUT="$TMP/slow"

@@ -7,7 +7,6 @@ source "$(dirname "$0")/slurm_lib.sh"
 source "$(dirname "$0")/../integration/store_lib.sh"
 source "$(dirname "$0")/../integration/restart_lib.sh"
 need_testbed 4
-trap '[ -n "${KILN_KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
 restart_drill --partition debug --nodes 4
 job_out=$(grep -rl "starting step 2" "$OUT" 2>/dev/null | head -1)
 [ -n "$job_out" ] && pass "the job started a second srun step in the same allocation ($(basename "$job_out"))" \

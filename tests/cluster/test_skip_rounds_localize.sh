@@ -3,7 +3,7 @@
 # campaign completes, and the MPI rounds still localize a slow node.
 source "$(dirname "$0")/localize_lib.sh"
 need_testbed 6
-trap 'clear_faults; rm -rf "$TMP"' EXIT
+at_exit clear_faults
 clear_faults
 "$TESTBED" fault slow node2 100mbit || { echo "SKIP: cannot shape node2"; exit 77; }
 OUT="$TMP/mixed"

@@ -5,7 +5,7 @@
 # verdict's: 0 on the healthy testbed, 1 with node3's port slowed (node.slow node3).
 source "$(dirname "$0")/localize_lib.sh"
 need_testbed 6
-trap 'clear_faults; rm -rf "$TMP"' EXIT
+at_exit clear_faults
 clear_faults
 JOB="$TMP/kiln-burnin.sbatch"
 "$KILN" job render --out "$JOB" -- --tests host.inventory,mpi.all_reduce --params '{"mpi.all_reduce":{"max_bytes":1048576}}' \

@@ -39,7 +39,7 @@ bind-address = "127.0.0.1:$rpc_port"
 CONF
   influxd -config "$dir/influxdb.conf" > "$dir/influxd.log" 2>&1 &
   INFLUXD_PID=$!
-  trap 'kill "$INFLUXD_PID" 2>/dev/null; wait "$INFLUXD_PID" 2>/dev/null; [ -n "${KILN_KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
+  at_exit 'kill "$INFLUXD_PID" 2>/dev/null; wait "$INFLUXD_PID" 2>/dev/null'
   for _ in $(seq 1 100); do
     curl -sf "http://127.0.0.1:$INFLUX_PORT/ping" > /dev/null && return 0
     kill -0 "$INFLUXD_PID" 2>/dev/null || break

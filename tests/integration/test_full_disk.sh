@@ -9,7 +9,7 @@ if [ "$(id -u)" -ne 0 ]; then echo "SKIP: mounting a small tmpfs needs root"; ex
 MNT="$TMP/mnt"
 mkdir -p "$MNT"
 if ! mount -t tmpfs -o size=16m,mode=0755 kiln-full-disk "$MNT"; then echo "SKIP: cannot mount a tmpfs here"; exit 77; fi
-trap 'umount "$MNT" 2>/dev/null; rm -rf "$TMP"' EXIT
+at_exit 'umount "$MNT" 2>/dev/null'
 OUT="$MNT/run"
 KILN_LOG_LEVEL=debug "$KILN" run --launcher local --ranks 2 --out "$OUT" --localize-by off \
   --tests "$(long_plan 8)" --params "$LONG_PARAMS" > "$TMP/run.out" 2> "$TMP/run.err" &

@@ -24,6 +24,7 @@ with open(path, "w") as f:
         f.write(json.dumps(r, separators=(",", ":")) + "\n")
     f.write("this line is not JSON\n")
 PY
+schema_opt_out "$OUT"  # results.jsonl is malformed on purpose
 rm -f "$OUT/report.json"
 expect_exit 1 "kiln report on the hand-edited run (findings)" -- "$KILN" report "$OUT"
 python3 - "$OUT" <<'PY' && pass "report written: result.invalid findings, unreadable lines counted" || bad "report content"

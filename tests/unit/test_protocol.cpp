@@ -1,7 +1,10 @@
 #include "common/findings.hpp"
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "common/channel.hpp"
+#include "common/finite_value.hpp"
 #include "common/protocol.hpp"
 
 using namespace kiln;
@@ -258,4 +261,31 @@ TEST_CASE("findings and statuses round-trip and reject unknown values", "[types]
   CHECK(g.evidence[0]["round"] == 3);
   CHECK_THROWS(json("maybe").get<Status>());
   CHECK_THROWS(json("loud").get<Severity>());
+}
+
+TEST_CASE("a non-finite value becomes an error result whose line the coordinator takes", "[types]") {
+  for (const double v : {std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+    kiln::Result r;
+    r.test = "mpi.all_reduce";
+    r.host = "n1";
+    r.rank = 0;
+    r.entity = {"rank", "0"};
+    r.metric = "busbw";
+    r.value = v;
+    // As it stands the line carries "value":null, and the batch holding it is refused.
+    CHECK(nlohmann::json::parse(proto::record_line(r)).at("value").is_null());
+    CHECK_THROWS_AS(proto::decode_worker_payload(proto::encode_records(1, {proto::record_line(r)})), proto::ProtocolError);
+    kiln::make_value_finite(r);
+    CHECK(r.status == kiln::Status::Error);
+    CHECK(r.value == 0.0);
+    CHECK(r.reason.find("non-finite busbw") != std::string::npos);
+    const auto msg = proto::decode_worker_payload(proto::encode_records(1, {proto::record_line(r)}));
+    REQUIRE(std::holds_alternative<proto::Records>(msg));
+    CHECK(std::get<proto::Records>(msg).records.size() == 1);
+  }
+  kiln::Result ok;
+  ok.value = 12.5;
+  kiln::make_value_finite(ok);
+  CHECK(ok.status == kiln::Status::Pass);
+  CHECK(ok.value == 12.5);
 }
