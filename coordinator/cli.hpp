@@ -52,6 +52,11 @@ struct RunConfig {
   bool drain = false;    // --drain: drain on the findings at the end (only printed without yes)
   bool yes = false;
   std::string prom_textfile;  // --prom-textfile: a copy of kiln.prom for node_exporter's textfile collector
+  // The history database the run is recorded in and compared with (empty: the default path).
+  std::string history;
+  bool no_history = false;
+  int regression_runs = 5;
+  double regression_threshold = 0.10;
 };
 
 // What the launcher needs, found while checking the config: a SLURM request (sbatch), or the
@@ -97,6 +102,9 @@ std::filesystem::path default_job_template();
 // holds. Returns the error, or "".
 std::string parse_run_dir_args(const std::vector<std::string>& args, boost::program_options::options_description& desc,
                                const std::string& exit_codes, std::string& dir, bool& help);
+// `kiln history` and `kiln diff` (cli_history.cpp).
+int cmd_history(const std::vector<std::string>& args);
+int cmd_diff(const std::vector<std::string>& args);
 int cmd_undrain(const std::vector<std::string>& args);
 // Drains what RUN_DIR/report.json says to (cli_drain.cpp); prints only, without yes. The exit code.
 int run_drain(const std::filesystem::path& dir, bool yes);
