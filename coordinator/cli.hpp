@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
 #include <nlohmann/json.hpp>
 
 #include "coordinator/campaign.hpp"
@@ -97,6 +98,11 @@ boost::program_options::options_description run_options(RunConfig& c);
 // kiln's (PREFIX/share/kiln/jobs), else the source tree's it was built from.
 std::filesystem::path self_dir();
 std::filesystem::path default_job_template();
+// Parses args with desc's options, the words between them into `words` (at most max_words, -1
+// any). Throws boost::program_options::error.
+boost::program_options::variables_map parse_with_words(const std::vector<std::string>& args,
+                                                       const boost::program_options::options_description& desc,
+                                                       std::vector<std::string>& words, int max_words);
 // Parses `kiln CMD RUN_DIR [options]`: desc holds the command's own options (--help is added). On
 // --help prints desc and exit_codes and sets help. Checks RUN_DIR is a directory no coordinator
 // holds. Returns the error, or "".

@@ -38,16 +38,9 @@ std::string parse_history_args(const std::vector<std::string>& args, po::options
   desc.add_options()("help,h", "show this help")(
       "history", po::value(&a.db), "history database (default: $KILN_HISTORY, else ~/.local/share/kiln/history.sqlite)")(
       "json", po::bool_switch(&a.json), "JSON output");
-  po::options_description hidden;
-  hidden.add_options()("words", po::value(&a.words));
-  po::options_description all;
-  all.add(desc).add(hidden);
-  po::positional_options_description pos;
-  pos.add("words", -1);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
+    vm = parse_with_words(args, desc, a.words, -1);
   } catch (const po::error& e) {
     return e.what();
   }

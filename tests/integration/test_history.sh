@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The run history (docs/operator-guide.md, "Run history"): three local campaigns recorded in one
+# The run history (docs/operator-guide.md, "Run history, diff and regressions"): three local campaigns recorded in one
 # temporary database, kiln history NODE listing them, kiln diff, kiln history import being
 # idempotent, and node.regressed. A local figure is too noisy to slow reliably by a fixed amount,
 # so the regression path runs against a copy of the database whose earlier figures were raised
