@@ -195,16 +195,23 @@ json diff_json(const RunSummary& r1, const RunSummary& r2, double threshold) {
   return j;
 }
 
+// A figure as the tables print it, "-" when the run has none.
+std::string figure_text(const json& v, const char* format) {
+  if (v.is_null()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, format, v.get<double>());
+  return buf;
+}
+
 void print_diff(const json& d) {
   std::printf("%-24s %-20s %-12s %12s %12s %7s\n", "node/link", "test", "metric", "run1", "run2", "ratio");
   for (const auto& r : d["figures"]) {
     const std::string who = r.contains("peer") ? r["host"].get<std::string>() + "<->" + r["peer"].get<std::string>()
                                                : r["host"].get<std::string>();
     const std::string change = r["change"].get<std::string>();
-    std::printf("%-24s %-20s %-12s %12.4g %12s %7s %s\n", who.c_str(), r["test"].get<std::string>().c_str(),
-                r["metric"].get<std::string>().c_str(), r["run1"].get<double>(),
-                r["run2"].is_null() ? "-" : std::to_string(r["run2"].get<double>()).c_str(),
-                r["ratio"].is_null() ? "-" : std::to_string(r["ratio"].get<double>()).substr(0, 5).c_str(),
+    std::printf("%-24s %-20s %-12s %12s %12s %7s %s\n", who.c_str(), r["test"].get<std::string>().c_str(),
+                r["metric"].get<std::string>().c_str(), figure_text(r["run1"], "%.4g").c_str(),
+                figure_text(r["run2"], "%.4g").c_str(), figure_text(r["ratio"], "%.3f").c_str(),
                 change.empty() ? "" : ("<- " + change).c_str());
   }
   for (const char* side : {"findings_only_in_run1", "findings_only_in_run2"})
