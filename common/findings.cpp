@@ -35,6 +35,10 @@ const std::vector<CatalogEntry>& catalog() {
        "drain {entity} (scontrol update nodename={entity} state=drain reason=kiln), then check its NIC (link "
        "speed, port errors), CPU frequency and thermal state; reseat or replace its NIC cable if the port shows "
        "errors, and rerun kiln on it"},
+      {Code::NodeRegressed, "node.regressed", S::Warning, "node",
+       "a node's figure fell below the median of its own earlier runs in the history database by more than the "
+       "regression threshold (kiln run --regression-threshold)",
+       "compare with `kiln history {entity}`; run again to confirm before draining"},
       {Code::LinkSlow, "link.slow", S::Error, "link",
        "the network path between two nodes is slow while both ends are fine with others",
        "check the cables and switch ports on the path between the two ends of {entity}: port error counters on "

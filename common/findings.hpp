@@ -25,6 +25,7 @@ enum class Code {
   TestTimeout,
   GroupBehind,
   NodeSlow,
+  NodeRegressed,
   LinkSlow,
   NvlinkSlow,
   SwitchSlow,

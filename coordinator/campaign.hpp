@@ -17,6 +17,7 @@
 #include "common/net.hpp"
 #include "common/protocol.hpp"
 #include "common/types.hpp"
+#include "coordinator/history.hpp"
 #include "coordinator/analysis/fleet.hpp"
 #include "coordinator/analysis/expect.hpp"
 #include "coordinator/analysis/judge.hpp"
@@ -55,6 +56,11 @@ struct CampaignOptions {
   // not run again, its results are appended to, and the report covers every session.
   const LoadedRun* resume = nullptr;
   ExportTargets exports;  // copies of the exports outside the run directory (--prom-textfile)
+  // The history database the run is recorded in at its end (empty: none), node.regressed's rule,
+  // and the plan's name as the history shows it.
+  std::filesystem::path history;
+  RegressionConfig regression;
+  std::string plan_name;
 };
 
 struct RankState {

@@ -9,6 +9,7 @@
 
 #include "common/auth.hpp"
 #include "coordinator/campaign.hpp"
+#include "coordinator/history_db.hpp"
 #include "coordinator/journal.hpp"
 #include "coordinator/report.hpp"
 #include "coordinator/report_html.hpp"
@@ -287,6 +288,8 @@ int Campaign::write_report_and_summary(const std::string& error) {
     } catch (const std::exception& e) {
       spdlog::warn("could not journal the end of the campaign: {}", e.what());
     }
+  std::optional<RunSummary> history;
+  if (!opts_.history.empty()) history = compare_with_history(rep, opts_.history, opts_.regression, opts_.out, opts_.plan_name);
   int code = exit_code(rep);
   try {
     write_json_atomic(report_path, rep);
@@ -299,6 +302,7 @@ int Campaign::write_report_and_summary(const std::string& error) {
   if (auto e = write_report_html(opts_.out / "report.html", rep, opts_.out / "results.jsonl"); !e.empty())
     spdlog::warn("could not write {}: {}", (opts_.out / "report.html").string(), e);
   write_exports(opts_.out, rep, opts_.exports);  // JUnit, Prometheus, Influx beside it; only warns
+  if (history) record_history(opts_.history, *history);
   std::cout << render_summary(rep, (opts_.out / "results.jsonl").string(), report_path.string()) << std::flush;
   return code;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
 #include <nlohmann/json.hpp>
 
 #include "coordinator/campaign.hpp"
@@ -52,6 +53,11 @@ struct RunConfig {
   bool drain = false;    // --drain: drain on the findings at the end (only printed without yes)
   bool yes = false;
   std::string prom_textfile;  // --prom-textfile: a copy of kiln.prom for node_exporter's textfile collector
+  // The history database the run is recorded in and compared with (empty: the default path).
+  std::string history;
+  bool no_history = false;
+  int regression_runs = 5;
+  double regression_threshold = 0.10;
 };
 
 // What the launcher needs, found while checking the config: a SLURM request (sbatch), or the
@@ -92,11 +98,19 @@ boost::program_options::options_description run_options(RunConfig& c);
 // kiln's (PREFIX/share/kiln/jobs), else the source tree's it was built from.
 std::filesystem::path self_dir();
 std::filesystem::path default_job_template();
+// Parses args with desc's options, the words between them into `words` (at most max_words, -1
+// any). Throws boost::program_options::error.
+boost::program_options::variables_map parse_with_words(const std::vector<std::string>& args,
+                                                       const boost::program_options::options_description& desc,
+                                                       std::vector<std::string>& words, int max_words);
 // Parses `kiln CMD RUN_DIR [options]`: desc holds the command's own options (--help is added). On
 // --help prints desc and exit_codes and sets help. Checks RUN_DIR is a directory no coordinator
 // holds. Returns the error, or "".
 std::string parse_run_dir_args(const std::vector<std::string>& args, boost::program_options::options_description& desc,
                                const std::string& exit_codes, std::string& dir, bool& help);
+// `kiln history` and `kiln diff` (cli_history.cpp).
+int cmd_history(const std::vector<std::string>& args);
+int cmd_diff(const std::vector<std::string>& args);
 int cmd_undrain(const std::vector<std::string>& args);
 // Drains what RUN_DIR/report.json says to (cli_drain.cpp); prints only, without yes. The exit code.
 int run_drain(const std::filesystem::path& dir, bool yes);

@@ -19,22 +19,31 @@ namespace kiln::cli {
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
-std::string parse_run_dir_args(const std::vector<std::string>& args, po::options_description& desc,
-                               const std::string& exit_codes, std::string& dir, bool& help) {
-  desc.add_options()("help,h", "show this help");
+po::variables_map parse_with_words(const std::vector<std::string>& args, const po::options_description& desc,
+                                   std::vector<std::string>& words, int max_words) {
   po::options_description hidden;
-  hidden.add_options()("dir", po::value(&dir));
+  hidden.add_options()("words", po::value(&words));
   po::options_description all;
   all.add(desc).add(hidden);
   po::positional_options_description pos;
-  pos.add("dir", 1);
+  pos.add("words", max_words);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  return vm;
+}
+
+std::string parse_run_dir_args(const std::vector<std::string>& args, po::options_description& desc,
+                               const std::string& exit_codes, std::string& dir, bool& help) {
+  desc.add_options()("help,h", "show this help");
+  std::vector<std::string> words;
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
+    vm = parse_with_words(args, desc, words, 1);
   } catch (const po::error& e) {
     return e.what();
   }
+  if (!words.empty()) dir = words[0];
   if (vm.count("help")) {
     std::cout << desc << "\n" << exit_codes << "\n";
     help = true;

@@ -18,6 +18,7 @@
 #include "common/net.hpp"
 #include "coordinator/cli.hpp"
 #include "coordinator/expectations.hpp"
+#include "coordinator/history.hpp"
 #include "coordinator/launcher.hpp"
 #include "coordinator/report.hpp"
 #include "coordinator/store.hpp"
@@ -132,7 +133,14 @@ po::options_description run_options(RunConfig& c) {
        "comma-separated checks a verdict does not need, on top of the spec's optional lists")
       ("prom-textfile", po::value(&c.prom_textfile),
        "also write OUT/kiln.prom (Prometheus metrics) to this path, replaced atomically, e.g. "
-       "/var/lib/prometheus/node-exporter/kiln.prom for node_exporter's textfile collector");
+       "/var/lib/prometheus/node-exporter/kiln.prom for node_exporter's textfile collector")
+      ("history", po::value(&c.history),
+       "history database the run is recorded in (default: $KILN_HISTORY, else ~/.local/share/kiln/history.sqlite)")
+      ("no-history", po::bool_switch(&c.no_history), "neither record the run nor compare it with earlier runs")
+      ("regression-runs", po::value(&c.regression_runs)->default_value(c.regression_runs),
+       "node.regressed: compare each node's figures with the median of its last K recorded runs (at least 2 needed)")
+      ("regression-threshold", po::value(&c.regression_threshold)->default_value(c.regression_threshold),
+       "node.regressed: a figure worse than that median by more than this fraction");
   return desc;
 }
 
@@ -280,6 +288,10 @@ int load_expectations(const RunConfig& c, coord::ExpectRequest& req, analysis::E
 }  // namespace
 
 std::string check_run_config(RunConfig& c) {
+  if (c.regression_runs < 2 || c.regression_runs > 1000)
+    return "--regression-runs must be between 2 and 1000 (got " + std::to_string(c.regression_runs) + ")";
+  if (!(c.regression_threshold > 0 && c.regression_threshold < 1))
+    return "--regression-threshold must be a fraction between 0 and 1";
   if (!c.nodelist.empty()) {
     try {
       c.hosts = hostlist::expand(c.nodelist);
@@ -350,7 +362,8 @@ void to_json(nlohmann::json& j, const RunConfig& c) {
        {"ranks_per_node", c.ranks_per_node},
        {"job_template", c.job_template}, {"sbatch_args", c.sbatch_args}, {"only_allocation", c.only_allocation},
        {"prom_textfile", c.prom_textfile},
-       {"spec", c.spec}, {"optional", c.optional}};
+       {"spec", c.spec}, {"optional", c.optional}, {"history", c.history}, {"no_history", c.no_history},
+       {"regression_runs", c.regression_runs}, {"regression_threshold", c.regression_threshold}};
 }
 
 void from_json(const nlohmann::json& j, RunConfig& c) {
@@ -363,6 +376,10 @@ void from_json(const nlohmann::json& j, RunConfig& c) {
   c.advertise = j.value("advertise", d.advertise);
   c.worker = j.value("worker", d.worker);
   c.tests = j.value("tests", d.tests);
+  c.history = j.value("history", d.history);
+  c.no_history = j.value("no_history", d.no_history);
+  c.regression_runs = j.value("regression_runs", d.regression_runs);
+  c.regression_threshold = j.value("regression_threshold", d.regression_threshold);
   c.params = j.value("params", d.params);
   c.deadline = j.value("deadline", d.deadline);
   c.connect_timeout = j.value("connect_timeout", d.connect_timeout);
@@ -394,6 +411,9 @@ std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::Com
     return e.what();
   }
   o.ranks = c.ranks;
+  if (!c.no_history) o.history = c.history.empty() ? coord::default_history_path() : fs::path(c.history);
+  o.regression = {c.regression_runs, c.regression_threshold};
+  o.plan_name = c.tests;
   o.test_deadline_s = c.deadline;
   o.connect_timeout_s = c.connect_timeout;
   o.quiet = c.quiet;

@@ -36,6 +36,8 @@ commands:
   resume     continue a campaign whose coordinator died (or stopped on an error)
   drain      drain the nodes a run's confirmed findings take out of service (SLURM)
   undrain    resume exactly the nodes a run drained
+  history    a node's (or a link's) recorded runs and figures; history import RUN_DIR records one
+  diff       two runs' figures side by side, with their ratios and the findings only one has
   job        job render: write a batch script that runs a whole campaign by itself (sbatch it)
   simulate   run the localization planner against a model cluster
   catalog    print the findings catalog (code, severity, meaning, next step)
@@ -254,6 +256,8 @@ int main(int argc, char** argv) {
   if (cmd == "report") return cli::cmd_report(rest);
   if (cmd == "resume") return cli::cmd_resume(rest);
   if (cmd == "drain") return cli::cmd_drain(rest);
+  if (cmd == "history") return cli::cmd_history(rest);
+  if (cmd == "diff") return cli::cmd_diff(rest);
   if (cmd == "job") return cli::cmd_job(rest);
   if (cmd == "undrain") return cli::cmd_undrain(rest);
   if (cmd == "simulate") return cmd_simulate(rest);

@@ -1,0 +1,160 @@
+// Summaries of a run for the history database, and the regression rule (history.hpp).
+#include "coordinator/history.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+
+#include "common/channel.hpp"
+#include "common/checks.hpp"
+#include "common/findings.hpp"
+#include "common/stats.hpp"
+
+namespace kiln::coord {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::pair<std::string, std::string> link_hosts(const std::string& id) {
+  const auto arrow = id.find("<->");
+  if (arrow == std::string::npos) return {};
+  std::string a = id.substr(0, arrow), b = id.substr(arrow + 3);
+  if (auto slash = b.find('/'); slash != std::string::npos) b.resize(slash);  // a rail
+  if (a.empty() || b.empty()) return {};
+  return std::minmax(a, b);
+}
+
+void FigureSummarizer::add(const Result& r) {
+  const auto* spec = find_check(r.test);
+  if (r.status != Status::Pass || !spec || !spec->figure || r.metric != spec->figure->metric) return;
+  const std::int64_t size = spec->figure->per_size && r.size_bytes ? *r.size_bytes : -1;
+  const auto put = [&](const std::string& host, const std::string& peer) {
+    auto& a = acc_[{host, peer, r.test}];
+    if (size < a.size) return;
+    if (size > a.size) a.values.clear();
+    a.size = size;
+    a.values.push_back(r.value);
+    a.metric = r.metric;
+    a.unit = r.unit;
+    a.higher_is_better = spec->figure->higher_is_better;
+  };
+  if (r.entity.kind != "link") {
+    if (!r.host.empty()) put(r.host, "");
+    return;
+  }
+  // A link's figure is the link's, and each end's too: a node's figure in a pair test is the
+  // median of its links, which one slow peer does not move but a slow node does.
+  const auto [a, b] = link_hosts(r.entity.id);
+  if (a.empty()) return;
+  put(a, b);
+  put(a, "");
+  if (b != a) put(b, "");
+}
+
+std::vector<HistFigure> FigureSummarizer::figures() const {
+  std::vector<HistFigure> out;
+  for (const auto& [key, a] : acc_) {
+    if (a.values.empty()) continue;
+    const auto& [host, peer, test] = key;
+    out.push_back({host, peer, test, a.metric, a.unit, stats::median(a.values), a.higher_is_better,
+                   static_cast<int>(a.values.size())});
+  }
+  return out;
+}
+
+std::vector<HistFigure> figures_of(const fs::path& results) {
+  std::ifstream in(results);
+  FigureSummarizer s;
+  for (std::string line; std::getline(in, line);) {
+    try {
+      const auto rec = proto::parse_body(line).get<Record>();
+      if (const auto* r = std::get_if<Result>(&rec)) s.add(*r);
+    } catch (const std::exception&) {  // a torn or malformed line: kiln report counts those
+    }
+  }
+  return s.figures();
+}
+
+RunSummary summarize(const json& report, std::vector<HistFigure> figures, const std::string& plan,
+                     const std::string& run_dir) {
+  RunSummary s;
+  s.run_id = report.value("run_id", "");
+  if (s.run_id.empty()) throw std::runtime_error("the report names no run_id");
+  s.verdict = report.value("verdict", "");
+  s.hostlist = report.value("hostlist", "");
+  s.started = report.value("started", 0.0);
+  s.duration_s = report.value("duration_s", 0.0);
+  s.plan = plan;
+  s.run_dir = run_dir;
+  for (const auto& n : report.value("nodes", json::array()))
+    if (n.is_object() && n.value("host", "") != "") s.hosts.push_back(n.value("host", ""));
+  for (const auto& f : report.value("findings", json::array())) {
+    if (!f.is_object()) continue;
+    const auto e = f.value("entity", json::object());
+    s.findings.push_back({f.value("code", ""), e.is_object() ? e.value("kind", "") : "",
+                          e.is_object() ? e.value("id", "") : "", f.value("severity", ""),
+                          f.value("confidence", 0.0), f.value("summary", "")});
+  }
+  s.figures = std::move(figures);
+  return s;
+}
+
+namespace {
+
+json read_json_file(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) return nullptr;
+  return json::parse(in, nullptr, false);
+}
+
+}  // namespace
+
+RunSummary summarize_run_dir(const fs::path& dir) {
+  const json report = read_json_file(dir / "report.json");
+  if (!report.is_object())
+    throw std::runtime_error((dir / "report.json").string() + " is missing or unreadable (kiln report " +
+                             dir.string() + " rebuilds it)");
+  const json campaign = read_json_file(dir / "campaign.json");
+  std::string plan;
+  if (campaign.is_object() && campaign.contains("config") && campaign["config"].is_object())
+    plan = campaign["config"].value("tests", "");
+  return summarize(report, figures_of(dir / "results.jsonl"), plan, fs::absolute(dir).lexically_normal().string());
+}
+
+std::vector<Finding> regression_findings(const std::vector<HistFigure>& now, const NodePast& past,
+                                         const RegressionConfig& cfg) {
+  std::vector<Finding> out;
+  for (const auto& f : now) {
+    if (!f.peer.empty()) continue;
+    const auto it = past.find({f.host, f.test, f.metric});
+    if (it == past.end()) continue;
+    const std::size_t n = std::min<std::size_t>(it->second.size(), static_cast<std::size_t>(std::max(cfg.runs, 0)));
+    if (n < 2) continue;
+    const std::vector<double> last(it->second.begin(), it->second.begin() + static_cast<std::ptrdiff_t>(n));
+    const double before = stats::median(last);
+    if (!(before > 0)) continue;
+    // The fraction by which the figure got worse: less throughput, or more time.
+    const double worse = f.higher_is_better ? (before - f.value) / before : (f.value - before) / before;
+    if (!(worse > cfg.threshold)) continue;
+    char text[256];
+    std::snprintf(text, sizeof text, "%s %s %.4g %s is %.0f%% worse than its median %.4g over its last %zu runs",
+                  f.test.c_str(), f.metric.c_str(), f.value, f.unit.c_str(), worse * 100, before, n);
+    const double confidence = std::min(0.9, 0.5 + 0.1 * static_cast<double>(n));
+    out.push_back(make_finding(Code::NodeRegressed, {"node", f.host}, text,
+                               json::array({{{"figure", f.test + " " + f.metric}, {"unit", f.unit}, {"now", f.value},
+                                             {"median_before", before}, {"runs", n}, {"fraction", worse},
+                                             {"threshold", cfg.threshold}}}),
+                               confidence));
+  }
+  return out;
+}
+
+fs::path default_history_path() {
+  if (const char* env = std::getenv("KILN_HISTORY"); env && *env) return env;
+  const char* home = std::getenv("HOME");
+  return fs::path(home && *home ? home : ".") / ".local" / "share" / "kiln" / "history.sqlite";
+}
+
+}  // namespace kiln::coord

@@ -1,0 +1,86 @@
+// Run history: what each campaign measured, summarized per (node, test) and per (link, test), kept
+// in an SQLite database across runs (history_db.cpp) so that `kiln history`, `kiln diff` and the
+// node.regressed finding can compare a node with its own past. Summaries, not raw results: one
+// figure per node and test (the median of its figure of merit, at a sweep's largest size).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/types.hpp"
+
+namespace kiln::coord {
+
+// One summarized figure: a node's (peer empty) or a link's (host < peer).
+struct HistFigure {
+  std::string host, peer;
+  std::string test, metric, unit;
+  double value = 0;
+  bool higher_is_better = true;
+  int samples = 0;
+};
+
+struct HistFinding {
+  std::string code, entity_kind, entity, severity;
+  double confidence = 0;
+  std::string summary;
+};
+
+struct RunSummary {
+  std::string run_id, verdict, hostlist, plan, run_dir;
+  double started = 0, duration_s = 0;
+  std::vector<std::string> hosts;
+  std::vector<HistFigure> figures;
+  std::vector<HistFinding> findings;
+};
+
+// Collects the passing figure-of-merit results of a run, one summary per node/link and test. A
+// pair test's link figure counts for the link and for both its nodes.
+class FigureSummarizer {
+ public:
+  void add(const Result& r);
+  std::vector<HistFigure> figures() const;
+
+ private:
+  struct Acc {
+    std::int64_t size = -1;  // a sweep's largest size seen: only its values count
+    std::vector<double> values;
+    std::string metric, unit;
+    bool higher_is_better = true;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, Acc> acc_;  // host, peer, test
+};
+
+// The two hosts of a link entity id ("a<->b", "a<->b/rail0"), ordered; empty when it is not one.
+std::pair<std::string, std::string> link_hosts(const std::string& id);
+
+// A summary from report.json (as written) and the run's figures. Throws on a report without run_id.
+RunSummary summarize(const nlohmann::json& report, std::vector<HistFigure> figures, const std::string& plan,
+                     const std::string& run_dir);
+// Reads DIR/report.json, DIR/campaign.json and DIR/results.jsonl (unreadable lines are skipped).
+RunSummary summarize_run_dir(const std::filesystem::path& dir);
+// The figures of DIR/results.jsonl.
+std::vector<HistFigure> figures_of(const std::filesystem::path& results);
+
+struct RegressionConfig {
+  int runs = 5;            // compare with the median of this many earlier runs
+  double threshold = 0.10; // a fall of more than this fraction is a regression
+};
+
+// Earlier values of one node's figure, newest first: (host, test, metric) -> values.
+using NodePast = std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>>;
+
+// node.regressed findings: each node figure of `now` worse than the median of its last cfg.runs
+// earlier values by more than cfg.threshold (at least 2 earlier values are needed).
+std::vector<Finding> regression_findings(const std::vector<HistFigure>& now, const NodePast& past,
+                                         const RegressionConfig& cfg);
+
+// The history database's default path: $KILN_HISTORY, else ~/.local/share/kiln/history.sqlite.
+std::filesystem::path default_history_path();
+
+}  // namespace kiln::coord
