@@ -14,7 +14,8 @@ namespace {
 
 // Slow pair tests with clean partners before a node is intermittently slow; fewer (but two, with
 // distinct partners: a watched node) when the tests run out is an unresolved finding. Noise makes a pair slow in
-// about 1% of tests: four of a handful of tests is far beyond it.
+// about 1% of tests: four of a handful of tests is far beyond it. With more noise the count must also
+// be beyond a binomial tail at the measured rate (significant_intermittent, evidence_noise.cpp).
 constexpr int kIntermittentSlow = 4;
 
 }  // namespace
@@ -57,10 +58,12 @@ bool Planner::Impl::intermittent_unresolved(int u, const PairRecord& r) const {
 // intermittently slow. Marked bad, so it leaves the search and its links are no candidates.
 void Planner::Impl::mark_intermittent(std::int64_t round) {
   const auto rec = pair_records();
+  const int tested = static_cast<int>(std::count_if(rec.begin(), rec.end(), [](const PairRecord& r) { return r.tests > 0; }));
   for (int u = 0; u < n; ++u) {
     auto& d = nodes[u];
     const auto& r = rec[u];
     if (!active(u) || r.slow < kIntermittentSlow || r.distinct < 2 || r.slow == r.tests) continue;
+    if (!significant_intermittent(r, tested)) continue;  // within what the campaign's noise does
     d.bad = d.intermittent = true;
     d.bad_round = round;
     note(name(u) + " is slow in " + std::to_string(r.slow) + " of " + std::to_string(r.tests) +

@@ -20,6 +20,9 @@ constexpr std::size_t kMaxEdgeGroup = 256;
 constexpr std::size_t kMinEdgeGroup = 8;
 constexpr int kEdgeRetests = 3;
 
+// As many edge retests as a suspicion needs slow readings, when noise asks for more than three.
+int edge_retests(const Planner::Impl& s) { return std::max(kEdgeRetests, s.edge_readings_needed()); }
+
 struct PartnerPool {
   std::vector<int> good;     // known-good nodes, shuffled
   std::set<int> link_ends;   // ends of link candidates
@@ -87,7 +90,7 @@ int retest_links(Planner::Impl& s, RoundDraft& round) {
   for (auto& [key, l] : s.links) {
     if (l.confirmed || l.cleared || !s.good(key.first) || !s.good(key.second)) continue;
     if (!s.cert.certified && s.has_group_evidence(key.first, key.second)) continue;
-    if (l.edge_slow > 0 && l.retests < kEdgeRetests) continue;  // retest_edge_links has it
+    if (l.edge_slow > 0 && l.retests < edge_retests(s)) continue;  // retest_edge_links has it
     if (l.retests >= s.cfg.max_tests_per_node) continue;
     if (!round.free({key.first, key.second})) continue;
     ++l.retests;
@@ -108,7 +111,7 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
   std::function<int(int)> find = [&](int u) { return root[u] == u ? u : root[u] = find(root[u]); };
   std::vector<LinkData*> due;
   for (auto& [key, l] : s.links) {
-    if (l.confirmed || l.cleared || l.edge_slow == 0 || l.retests >= kEdgeRetests) continue;
+    if (l.confirmed || l.cleared || l.edge_slow == 0 || l.retests >= edge_retests(s)) continue;
     if (!s.good(key.first) || !s.good(key.second) || !round.free({key.first, key.second})) continue;
     for (int u : {key.first, key.second}) root.emplace(u, u);
     root[find(key.first)] = find(key.second);
