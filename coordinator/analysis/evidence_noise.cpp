@@ -84,10 +84,13 @@ int Planner::Impl::link_votes_needed() const {
 }
 
 // Unknown base rate (too few pair tests): the fixed rule alone decides.
+bool Planner::Impl::beyond_noise(const PairRecord& r, double level) const {
+  if (exact.active || noise.pair_rate <= 0.0) return true;
+  return noise::binomial_tail(r.slow, r.tests, noise.pair_rate) < level;
+}
+
 bool Planner::Impl::significant_intermittent(const PairRecord& r, int tested) const {
-  const double p = pair_slow_rate();
-  if (exact.active || p <= 0.0) return true;
-  return noise::binomial_tail(r.slow, r.tests, p) < noise::kAlpha / std::max(1, tested);
+  return beyond_noise(r, noise::kAlpha / std::max(1, tested));
 }
 
 // A node with far more slow edge readings than the others' base rate predicts is slow, even when no

@@ -107,6 +107,7 @@ struct NoiseCounts {
   long readings = 0, slow = 0, fast = 0;
   long open_readings = 0;  // readings that could have opened a suspicion (new edges, suspect groups)
   long opened = 0;         // link suspicions opened
+  double pair_rate = -1.0; // pair_slow_rate() as of the last evaluation, -1 unknown
   std::vector<int> reads;  // a node's readings
   // Distinct partners of a node's slow readings: a slow link read again and again is one.
   std::vector<std::set<int>> high_partners;
@@ -328,6 +329,8 @@ struct Planner::Impl : Setup, Evidence {
   int edge_readings_needed() const;        // slow re-readings that confirm an edge suspicion
   int link_votes_needed() const;           // pair-test votes that confirm a link candidate
   bool significant_intermittent(const PairRecord& r, int tested) const;
+  // A node's slow pair tests beyond what noise does at this level (true while the rate is unknown).
+  bool beyond_noise(const PairRecord& r, double level) const;
   void mark_hot_nodes(std::int64_t round);
   bool noise_single(const LinkData& l) const;  // one slow reading, the one that opened it, and nothing else
   nlohmann::json noise_story() const;

@@ -145,7 +145,7 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
           "link " + link_id(a, b) + " is undecided: " + std::to_string(l.slow_pair_tests.size() + l.group_votes) +
               " slow vote(s), " + std::to_string(l.fast_pair_tests) + " fast pair test(s) when the round budget ran out",
           {{"slow_pair_tests", pairs}, {"group_votes", l.group_votes}, {"fast_pair_tests", l.fast_pair_tests},
-           {"votes_needed", cfg.votes}, {"stopped", "the round budget (max_rounds=" + std::to_string(book.max_rounds) +
+           {"votes_needed", link_votes_needed()}, {"stopped", "the round budget (max_rounds=" + std::to_string(book.max_rounds) +
                                                     ") ran out"}, {"rounds", book.observed}},
           0.5));
     }
