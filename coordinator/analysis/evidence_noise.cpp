@@ -11,7 +11,7 @@
 //   intermittent      a node's slow pair tests beyond a binomial tail at p_pair over the nodes tested
 //   hot node          far more slow edge readings than the base rate predicts: node evidence (a mildly
 //                     slow node whose row median stays below the row cutoff), its suspicions dropped
-// docs/localization.md, the planner, item 10.
+// docs/localization.md, the planner, item 9.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -43,7 +43,7 @@ double poisson_tail(int k, double mean) {
 bool hot(int count, int trials, double rate, double tests, int min_trials, double alpha) {
   if (trials < min_trials || rate < 0.0) return false;
   const double expected = std::max(trials * rate, 0.5);
-  if (count < 2.0 * expected || (count - expected) / std::sqrt(expected) < 5.0) return false;
+  if (count < kHotRatio * expected || (count - expected) / std::sqrt(expected) < kHotSigmas) return false;
   return poisson_tail(count, expected) < alpha / std::max(1.0, tests);
 }
 

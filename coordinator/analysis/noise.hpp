@@ -19,9 +19,13 @@ double binomial_tail(int k, int trials, double p);
 // P(X >= k) for X ~ Poisson(mean).
 double poisson_tail(int k, double mean);
 
-// A count far beyond what its base rate predicts: at least min_trials trials, twice the expected
-// count, five sigma of a Poisson count above it, and a Poisson tail below alpha / tests (a test per
-// node of the campaign).
+// A count far beyond what its base rate predicts: at least min_trials trials, kHotRatio times the
+// expected count, kHotSigmas sigma of a Poisson count above it, and a Poisson tail below alpha / tests
+// (a test per node of the campaign). Per-node counts spread wider than Poisson (a rank's jitter is
+// shared by its edges of one group): at twice and five sigma a healthy node of 256 read 16 slow peers
+// where 4 were expected, so the rule asks four times and eight sigma (a 1.1x node reads 10-20x).
+constexpr double kHotRatio = 4.0;
+constexpr double kHotSigmas = 8.0;
 bool hot(int count, int trials, double rate, double tests, int min_trials = 30, double alpha = kAlpha);
 
 }  // namespace kiln::analysis::noise
