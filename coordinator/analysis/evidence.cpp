@@ -218,7 +218,8 @@ void Planner::Impl::update_link(int a, int b) {
     l.confirmed_round = book.next_id - 1;
     note(link_id(a, b) + " is slow while both ends are fine with other partners: slow link (" +
          std::to_string(votes) + " votes)");
-  } else if (fast >= seen + extra) {
+  } else if (fast >= seen + extra || (l.retests >= cfg.max_tests_per_node && fast > votes)) {
+    // Out of retests with more fast results than votes: short of what noise cannot give, noise.
     l.cleared = true;
     note(link_id(a, b) + " is fast on retest: the earlier slow result was noise");
   }
