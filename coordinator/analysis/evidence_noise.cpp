@@ -14,7 +14,6 @@
 // docs/localization.md, the planner, item 9.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 #include "common/findings.hpp"
@@ -34,9 +33,8 @@ constexpr long kMinPairTests = 50;
 constexpr long kMinEdgeReadings = 1000;
 
 std::string percent(double p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * p);
-  return buf;
+  const long tenths = std::lround(1000.0 * p);
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + "%";
 }
 
 }  // namespace
