@@ -108,13 +108,14 @@ int Planner::Impl::link_pair_votes(const LinkData& l) const {
 // nothing against either node: it is a link candidate (below).
 void Planner::Impl::reevaluate_nodes(std::int64_t round) {
   mark_intermittent(round);
+  mark_hot_nodes(round);
   // Whether a partner counts as known-good depends on the other verdicts, so settle them together;
   // a verdict whose partners later turn out bad is withdrawn.
   for (int pass = 0; pass < 4; ++pass) {
     bool changed = false;
     for (int u = 0; u < n; ++u) {
       auto& d = nodes[u];
-      if (d.lost || d.slow_switch >= 0 || d.intermittent || d.slow_pairs.empty()) continue;
+      if (d.lost || d.slow_switch >= 0 || d.intermittent || d.hot || d.slow_pairs.empty()) continue;
       const int distinct = static_cast<int>(voting_partners(u).size());
       // A node seen fast before needs one vote more: a watched node gets extra pair tests, and two
       // slow ones of them are within what stragglers do.
@@ -212,12 +213,13 @@ void Planner::Impl::update_link(int a, int b) {
   const int group_votes = l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes;
   const int seen = static_cast<int>(l.slow_pair_tests.size()) + group_votes + l.edge_slow;
   const int extra = l.edge_slow > 0 ? 1 : 0;
-  if (votes >= cfg.votes && votes > fast) {
+  if (votes >= link_votes_needed() && votes > fast) {
     l.confirmed = true;
     l.confirmed_round = book.next_id - 1;
     note(link_id(a, b) + " is slow while both ends are fine with other partners: slow link (" +
          std::to_string(votes) + " votes)");
-  } else if (fast >= seen + extra) {
+  } else if (fast >= seen + extra || (l.retests >= cfg.max_tests_per_node && fast > votes)) {
+    // Out of retests with more fast results than votes: short of what noise cannot give, noise.
     l.cleared = true;
     note(link_id(a, b) + " is fast on retest: the earlier slow result was noise");
   }

@@ -31,6 +31,8 @@ constexpr double kMinEdgeSlowness = 1.1;
 // 1.25x link reads that low about once in 700), confirmed by kConfirmReadings past kDecideZ. A
 // straggler (0.5% of edges, up to 10x) must repeat three times to fake one, which among the 523,776
 // edges of 1,024 nodes happens about once in 200 campaigns; two repeats would happen every campaign.
+// kConfirmReadings is the floor: with more stragglers, or more suspicions, the campaign's own base
+// rates ask for more (edge_readings_needed, evidence_noise.cpp).
 constexpr double kOpenZ = 2.5;
 constexpr double kDecideZ = 2.5;
 constexpr double kClearZ = 1.5;
@@ -100,7 +102,12 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
     r.slow_rows.push_back(u);
   }
   auto in_row = [&](int u) { return std::find(r.slow_rows.begin(), r.slow_rows.end(), u) != r.slow_rows.end(); };
+  r.suspect = suspect;
   for (const auto& e : scored) {
+    if (!in_row(e.a) && !in_row(e.b)) {
+      const bool high = e.z >= kDecideZ && e.slowness >= kMinEdgeSlowness;
+      r.clean.push_back({e.a, e.b, high ? 2 : e.z < kClearZ ? -1 : 0});
+    }
     const bool slow = e.z >= zc && e.slowness >= kMinEdgeSlowness;
     const bool open = e.z >= std::min(zc, kOpenZ) && e.slowness >= kMinEdgeSlowness;
     const bool known = links.count({e.a, e.b}) > 0;
@@ -153,7 +160,7 @@ bool Planner::Impl::decide_edge_link(int a, int b) {
   if (low) {
     l.cleared = true;
     note(link_id(a, b) + " is within its group's edges on retest: the earlier slow edge was noise");
-  } else if (hi >= kConfirmReadings) {
+  } else if (hi >= std::max<std::ptrdiff_t>(kConfirmReadings, edge_readings_needed())) {
     l.confirmed = true;
     l.confirmed_round = book.next_id - 1;
     note(link_id(a, b) + " stands out among its group's edges on " + std::to_string(hi) +
@@ -163,6 +170,7 @@ bool Planner::Impl::decide_edge_link(int a, int b) {
 }
 
 void Planner::Impl::record_edge_evidence(const EdgeReading& r, std::int64_t round, double figure) {
+  record_noise(r);
   nlohmann::json rows = nlohmann::json::array();
   for (int u : r.slow_rows) {
     rows.push_back(name(u));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "coordinator/analysis/noise.hpp"
 #include "coordinator/analysis/planner_impl.hpp"
 
 namespace kiln::analysis {
@@ -14,8 +15,12 @@ namespace {
 
 // Slow pair tests with clean partners before a node is intermittently slow; fewer (but two, with
 // distinct partners: a watched node) when the tests run out is an unresolved finding. Noise makes a pair slow in
-// about 1% of tests: four of a handful of tests is far beyond it.
+// about 1% of tests: four of a handful of tests is far beyond it. With more noise the count must also
+// be beyond a binomial tail at the measured rate (significant_intermittent, evidence_noise.cpp).
 constexpr int kIntermittentSlow = 4;
+// Watched (tested again) only while its slow tests are unlikely from noise at the measured pair rate:
+// a loose level, since watching costs a test and not a finding. Reported unresolved at noise::kAlpha.
+constexpr double kWatchLevel = 0.05;
 
 }  // namespace
 
@@ -46,21 +51,25 @@ std::vector<PairRecord> Planner::Impl::pair_records() const {
 bool Planner::Impl::watched(int u, const PairRecord& r) const {
   const auto& d = nodes[u];
   // Slow with one partner only is a link candidate's business (its retests decide it).
-  return active(u) && d.fast > 0 && r.distinct >= 2 && d.resolution_tests < cfg.max_tests_per_node;
+  return active(u) && d.fast > 0 && r.distinct >= 2 && d.resolution_tests < cfg.max_tests_per_node &&
+         beyond_noise(r, kWatchLevel);
 }
 
 bool Planner::Impl::intermittent_unresolved(int u, const PairRecord& r) const {
-  return active(u) && r.slow >= 2 && r.distinct >= 2 && !watched(u, r);
+  return active(u) && r.slow >= 2 && r.distinct >= 2 && !watched(u, r) && beyond_noise(r, noise::kAlpha);
 }
 
 // Slow with clean partners kIntermittentSlow times, with two or more of them, and fast as well:
 // intermittently slow. Marked bad, so it leaves the search and its links are no candidates.
 void Planner::Impl::mark_intermittent(std::int64_t round) {
+  noise.pair_rate = pair_slow_rate();
   const auto rec = pair_records();
+  const int tested = static_cast<int>(std::count_if(rec.begin(), rec.end(), [](const PairRecord& r) { return r.tests > 0; }));
   for (int u = 0; u < n; ++u) {
     auto& d = nodes[u];
     const auto& r = rec[u];
     if (!active(u) || r.slow < kIntermittentSlow || r.distinct < 2 || r.slow == r.tests) continue;
+    if (!significant_intermittent(r, tested)) continue;  // within what the campaign's noise does
     d.bad = d.intermittent = true;
     d.bad_round = round;
     note(name(u) + " is slow in " + std::to_string(r.slow) + " of " + std::to_string(r.tests) +

@@ -63,6 +63,7 @@ std::vector<kiln::Finding> Planner::findings() const { return impl_->make_findin
 nlohmann::json Planner::story() const {
   nlohmann::json j = {{"rounds", impl_->story.rounds}, {"finished", impl_->book.finished}};
   if (!impl_->book.finish_note.empty()) j["note"] = impl_->book.finish_note;
+  if (impl_->edges_seen) j["noise"] = impl_->noise_story();
   return j;
 }
 

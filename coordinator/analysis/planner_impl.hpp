@@ -22,6 +22,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <utility>
@@ -53,6 +54,8 @@ struct NodeData {
   int item = -1;                     // search item holding this node, -1 none
   int slow_switch = -1;              // index of the slow switch (topology) it sits under, -1 none
   bool intermittent = false;         // bad because slow in some tests with clean partners, fast in others
+  bool hot = false;                  // bad because far more of its edges read slow than noise explains
+  double hot_expected = 0.0;         // the slow edge readings noise explains, when it was marked hot
 };
 
 // A node's pair tests (evidence_intermittent.cpp): tests that say something about it, the slow
@@ -86,6 +89,29 @@ struct EdgeReading {
   std::vector<std::pair<int, int>> slow_links; // slow edges whose ends are otherwise fine, (low, high)
   std::map<int, std::vector<int>> row_partners;  // slow row -> peers of its slow edges
   std::vector<std::pair<std::pair<int, int>, double>> readings;  // candidates' edges again: (link, z)
+  // Every edge with neither end in a slow row, for the base rates (evidence_noise.cpp): (a, b, level),
+  // level 2 slow (z >= kDecideZ), -1 fast (z < kClearZ), 0 between.
+  struct Clean {
+    int a, b;
+    int level;
+  };
+  std::vector<Clean> clean;
+  bool suspect = false;  // the group could open suspicions
+};
+
+// The campaign's own noise (evidence_noise.cpp): per-edge readings of edges between nodes that are
+// not slow rows, and how many of them read slow or fast, overall and per node.
+struct NoiseCounts {
+  explicit NoiseCounts(int n)
+      : reads(static_cast<std::size_t>(n)), high_partners(static_cast<std::size_t>(n)) {}
+  long readings = 0, slow = 0, fast = 0;
+  long open_readings = 0;  // readings that could have opened a suspicion (new edges, suspect groups)
+  long opened = 0;         // link suspicions opened
+  double pair_rate = -1.0; // pair_slow_rate() as of the last evaluation, -1 unknown
+  std::vector<int> reads;  // a node's readings
+  // Distinct partners of a node's slow readings: a slow link read again and again is one.
+  std::vector<std::set<int>> high_partners;
+  int high(int u) const { return static_cast<int>(high_partners[static_cast<std::size_t>(u)].size()); }
 };
 
 // One pair test, fast or slow, as the switch verdicts read them (evidence_switch.cpp).
@@ -144,7 +170,7 @@ struct Setup {
 // What the rounds have shown, whichever strategy planned them. Findings are made from this alone.
 struct Evidence {
   Evidence(int n, bool size_invariant)
-      : nodes(static_cast<std::size_t>(n)), history(size_invariant) {}
+      : nodes(static_cast<std::size_t>(n)), history(size_invariant), noise(n) {}
   std::vector<NodeData> nodes;                     // per node, indexed by node
   std::map<std::pair<int, int>, LinkData> links;   // link candidates, keyed (low, high)
   std::vector<SlowGroup> slow_groups;              // slow groups of more than two
@@ -153,6 +179,7 @@ struct Evidence {
   std::vector<int> clean_cover;                    // members of the largest fast group, sorted
   History history;                                 // fast figures, the baseline of later rounds
   bool edges_seen = false;                         // some group came back with per-edge figures
+  NoiseCounts noise;                               // base rates, evidence_noise.cpp
 };
 
 // Round bookkeeping: which round comes next, what has been seen, and why the planner stopped.
@@ -293,6 +320,25 @@ struct Planner::Impl : Setup, Evidence {
   bool watched(int u, const PairRecord& r) const;   // fast once, slow with a clean partner: test again
   bool intermittent_unresolved(int u, const PairRecord& r) const;
   void mark_intermittent(std::int64_t round);
+
+  // evidence_noise.cpp: rules that scale with the campaign's measured noise
+  void record_noise(const EdgeReading& r);
+  double edge_slow_rate() const;           // p_hi: clean edge readings slow
+  double edge_fast_rate() const;           // p_lo: clean edge readings fast
+  double pair_slow_rate() const;           // p_pair: pair tests between known-good nodes slow; -1 too few
+  int edge_readings_needed() const;        // slow re-readings that confirm an edge suspicion
+  int link_votes_needed() const;           // pair-test votes that confirm a link candidate
+  bool significant_intermittent(const PairRecord& r, int tested) const;
+  // A node's slow pair tests beyond what noise does at this level (true while the rate is unknown).
+  bool beyond_noise(const PairRecord& r, double level) const;
+  void mark_hot_nodes(std::int64_t round);
+  bool noise_single(const LinkData& l) const;  // one slow reading, the one that opened it, and nothing else
+  nlohmann::json noise_story() const;
+  long undecided_singles() const;
+  // One localize.unresolved for the single-reading suspicions left when rounds ran out, when there
+  // are significantly more than noise opens; none otherwise (the story counts them).
+  std::optional<kiln::Finding> noise_unresolved() const;
+  kiln::Finding hot_finding(int u) const;
 
   // evidence_switch.cpp
   void evaluate_switches(std::int64_t round);

@@ -90,6 +90,10 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
                     {"slowness", finite(s.slowness)}, {"vote", is_vote(s.round)}});
     }
     const auto partners = voting_partners(u);
+    if (d.hot) {
+      out.push_back(hot_finding(u));
+      continue;
+    }
     if (d.intermittent) {
       out.push_back(intermittent_finding(u, kiln::Code::NodeSlow, rec[u], "", 0.9));
       continue;
@@ -129,8 +133,9 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
         0.5));
   }
   if (book.out_of_rounds) {
+    if (auto summary = noise_unresolved()) out.push_back(*summary);
     for (const auto& [key, l] : links) {
-      if (l.confirmed || l.cleared || !good(key.first) || !good(key.second)) continue;
+      if (l.confirmed || l.cleared || !good(key.first) || !good(key.second) || noise_single(l)) continue;
       const auto& [a, b] = key;
       nlohmann::json pairs = nlohmann::json::array();
       for (const auto& [round, slowness] : l.slow_pair_tests)
@@ -140,7 +145,7 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
           "link " + link_id(a, b) + " is undecided: " + std::to_string(l.slow_pair_tests.size() + l.group_votes) +
               " slow vote(s), " + std::to_string(l.fast_pair_tests) + " fast pair test(s) when the round budget ran out",
           {{"slow_pair_tests", pairs}, {"group_votes", l.group_votes}, {"fast_pair_tests", l.fast_pair_tests},
-           {"votes_needed", cfg.votes}, {"stopped", "the round budget (max_rounds=" + std::to_string(book.max_rounds) +
+           {"votes_needed", link_votes_needed()}, {"stopped", "the round budget (max_rounds=" + std::to_string(book.max_rounds) +
                                                     ") ran out"}, {"rounds", book.observed}},
           0.5));
     }

@@ -4,7 +4,6 @@
 // per suspect; a suspect that runs out of tests or partners is left unresolved rather than guessed
 // at. Link candidates short of votes are retested as pairs.
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <set>
 
@@ -19,6 +18,9 @@ namespace {
 constexpr std::size_t kMaxEdgeGroup = 256;
 constexpr std::size_t kMinEdgeGroup = 8;
 constexpr int kEdgeRetests = 3;
+
+// As many edge retests as a suspicion needs slow readings, when noise asks for more than three.
+int edge_retests(const Planner::Impl& s) { return std::max(kEdgeRetests, s.edge_readings_needed()); }
 
 struct PartnerPool {
   std::vector<int> good;     // known-good nodes, shuffled
@@ -87,7 +89,7 @@ int retest_links(Planner::Impl& s, RoundDraft& round) {
   for (auto& [key, l] : s.links) {
     if (l.confirmed || l.cleared || !s.good(key.first) || !s.good(key.second)) continue;
     if (!s.cert.certified && s.has_group_evidence(key.first, key.second)) continue;
-    if (l.edge_slow > 0 && l.retests < kEdgeRetests) continue;  // retest_edge_links has it
+    if (l.edge_slow > 0 && l.retests < edge_retests(s)) continue;  // retest_edge_links has it
     if (l.retests >= s.cfg.max_tests_per_node) continue;
     if (!round.free({key.first, key.second})) continue;
     ++l.retests;
@@ -100,31 +102,37 @@ int retest_links(Planner::Impl& s, RoundDraft& round) {
 // Link suspicions from per-edge figures are retested inside all-to-all groups, where their edges
 // are measured again next to healthy ones: one group of up to kMaxEdgeGroup members retests every
 // suspicion among its members at once, however many share an end, and its edges are judged as the
-// first were. Groups are the suspicions' connected parts, packed together and padded with free
+// first were. Groups hold the suspicions' ends, packed together and padded with free
 // known-good nodes so each has a baseline of healthy edges. After kEdgeRetests such rounds (say the
 // test stopped timing every peer) what is left is retested as pairs.
+// Suspicions are packed edge by edge: an edge joins the group holding one of its ends while that
+// group has room, else a group of its own; an edge whose ends sit in two different groups waits for
+// the next round. (Packing whole connected parts made one part of most nodes when noise opened
+// thousands of suspicions, too large a group for its edges to be timed, so none was ever decided.)
 int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
-  std::map<int, int> root;
-  std::function<int(int)> find = [&](int u) { return root[u] == u ? u : root[u] = find(root[u]); };
+  std::vector<std::vector<int>> groups;
+  std::map<int, int> group_of;
   std::vector<LinkData*> due;
   for (auto& [key, l] : s.links) {
-    if (l.confirmed || l.cleared || l.edge_slow == 0 || l.retests >= kEdgeRetests) continue;
+    if (l.confirmed || l.cleared || l.edge_slow == 0 || l.retests >= edge_retests(s)) continue;
     if (!s.good(key.first) || !s.good(key.second) || !round.free({key.first, key.second})) continue;
-    for (int u : {key.first, key.second}) root.emplace(u, u);
-    root[find(key.first)] = find(key.second);
+    const int ga = group_of.count(key.first) ? group_of[key.first] : -1;
+    const int gb = group_of.count(key.second) ? group_of[key.second] : -1;
+    int g = std::max(ga, gb);
+    if (ga >= 0 && gb >= 0 && ga != gb) continue;
+    if (g >= 0 && ga != gb && groups[static_cast<std::size_t>(g)].size() >= kMaxEdgeGroup) continue;
+    if (g < 0) {
+      if (groups.empty() || groups.back().size() + 2 > kMaxEdgeGroup) groups.emplace_back();
+      g = static_cast<int>(groups.size()) - 1;
+    }
+    for (int u : {key.first, key.second})
+      if (group_of.emplace(u, g).second) groups[static_cast<std::size_t>(g)].push_back(u);
     due.push_back(&l);
   }
   if (due.empty()) return 0;
-  std::map<int, std::vector<int>> parts;
-  for (const auto& [u, r] : root) parts[find(u)].push_back(u);
-  std::vector<std::vector<int>> groups(1);
-  for (const auto& [r, part] : parts) {
-    if (groups.back().size() + part.size() > kMaxEdgeGroup && !groups.back().empty()) groups.emplace_back();
-    groups.back().insert(groups.back().end(), part.begin(), part.end());
-  }
   std::vector<int> pad;
   for (int u = 0; u < s.n; ++u)
-    if (s.good(u) && !round.busy[u] && !root.count(u)) pad.push_back(u);
+    if (s.good(u) && !round.busy[u] && !group_of.count(u)) pad.push_back(u);
   for (auto& g : groups) {
     while (g.size() < kMinEdgeGroup && !pad.empty()) g.push_back(pad.back()), pad.pop_back();
     round.add(g, Tag{Tag::LinkRetest});

@@ -1,0 +1,192 @@
+// Rules that scale with the campaign's own noise. The fixed thresholds of the edge and pair rules
+// (three slow re-readings, two votes, four slow pair tests) were set for lognormal noise with 0.5%
+// stragglers; a fabric with more stragglers, or a campaign with many more suspicions, needs more
+// repetition before chance stops explaining a suspicion. The planner measures the base rates on the
+// readings it already has and asks, for each rule, how often noise alone would pass it given how
+// many suspicions were put to it:
+//   edge suspicions   confirmed by k slow re-readings, k = max(3, ceil(log(alpha/opened)/log q)),
+//                     q = p_hi / (p_hi + p_lo) from clean edge readings
+//   pair-test votes   as many votes as noise (p_pair, slow pair tests between known-good nodes)
+//                     cannot give any of the link candidates
+//   intermittent      a node's slow pair tests beyond a binomial tail at p_pair over the nodes tested
+//   hot node          far more slow edge readings than the base rate predicts: node evidence (a mildly
+//                     slow node whose row median stays below the row cutoff), its suspicions dropped
+// docs/localization.md, the planner, item 9.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/findings.hpp"
+#include "coordinator/analysis/noise.hpp"
+#include "coordinator/analysis/planner_impl.hpp"
+
+namespace kiln::analysis {
+
+namespace {
+
+// Votes a hot node gets, one per distinct partner of a slow edge: as many as a slow row's.
+constexpr std::size_t kMaxHotVotes = 32;
+// Pair tests between known-good nodes before their slow fraction is a base rate; fewer: the rule's
+// fixed threshold stands.
+constexpr long kMinPairTests = 50;
+// Clean edge readings before their fractions are base rates.
+constexpr long kMinEdgeReadings = 1000;
+
+std::string percent(double p) {
+  const long tenths = std::lround(1000.0 * p);
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + "%";
+}
+
+}  // namespace
+
+void Planner::Impl::record_noise(const EdgeReading& r) {
+  for (auto [a, b] : r.slow_links)
+    if (auto it = links.find({a, b}); it == links.end() || it->second.edge_slow == 0) ++noise.opened;
+  for (const auto& e : r.clean) {
+    ++noise.readings;
+    if (e.level < 0) ++noise.fast;
+    const bool known = links.count({e.a, e.b}) > 0;
+    if (r.suspect && !known) ++noise.open_readings;
+    for (auto [u, v] : {std::pair{e.a, e.b}, std::pair{e.b, e.a}}) {
+      ++noise.reads[u];
+      if (e.level == 2) noise.high_partners[u].insert(v);
+    }
+    if (e.level == 2) ++noise.slow;
+  }
+}
+
+double Planner::Impl::edge_slow_rate() const {
+  return noise.readings >= kMinEdgeReadings ? static_cast<double>(noise.slow) / noise.readings : -1.0;
+}
+
+double Planner::Impl::edge_fast_rate() const {
+  return noise.readings >= kMinEdgeReadings ? static_cast<double>(noise.fast) / noise.readings : -1.0;
+}
+
+double Planner::Impl::pair_slow_rate() const {
+  long tests = 0, slow = 0;
+  for (const auto& t : pair_tests)
+    if (good(t.a) && good(t.b)) ++tests, slow += t.slow ? 1 : 0;
+  return tests >= kMinPairTests ? static_cast<double>(slow) / tests : -1.0;
+}
+
+// The floor (3) is the rule calibrated for 0.5% stragglers; noise.hpp's repeats_needed raises it.
+int Planner::Impl::edge_readings_needed() const {
+  const double hi = edge_slow_rate(), lo = edge_fast_rate();
+  if (hi <= 0.0 || lo < 0.0) return 3;
+  return noise::repeats_needed(hi / (hi + lo), static_cast<double>(noise.opened), 3);
+}
+
+int Planner::Impl::link_votes_needed() const {
+  return noise::repeats_needed(pair_slow_rate(), static_cast<double>(links.size()), cfg.votes);
+}
+
+// Unknown base rate (too few pair tests): the fixed rule alone decides.
+bool Planner::Impl::beyond_noise(const PairRecord& r, double level) const {
+  if (exact.active || noise.pair_rate <= 0.0) return true;
+  return noise::binomial_tail(r.slow, r.tests, noise.pair_rate) < level;
+}
+
+bool Planner::Impl::significant_intermittent(const PairRecord& r, int tested) const {
+  return beyond_noise(r, noise::kAlpha / std::max(1, tested));
+}
+
+// A node with far more slow edge readings than the others' base rate predicts is slow, even when no
+// single row of it is (a 1.1x node reads z ~2 on its edges, below the row cutoff, and opens a
+// suspicion on a quarter of them). Its suspicions are its own slowness: dropped.
+void Planner::Impl::mark_hot_nodes(std::int64_t round) {
+  if (exact.active) return;
+  for (int u = 0; u < n; ++u) {
+    auto& d = nodes[u];
+    if (!active(u) || d.hot) continue;
+    const long reads = noise.readings - noise.reads[u], high = noise.slow - noise.high(u);
+    // The others' rate per reading: a node's distinct slow partners can only be fewer than its slow
+    // readings, so this over-predicts them (the rule errs towards noise).
+    if (reads < kMinEdgeReadings) continue;
+    const double rate = static_cast<double>(high) / static_cast<double>(reads);
+    if (!noise::hot(noise.high(u), noise.reads[u], rate, n)) continue;
+    d.bad = d.hot = true;
+    d.bad_round = round;
+    d.hot_expected = rate * noise.reads[u];
+    std::vector<int> partners;
+    for (int v : noise.high_partners[u])
+      if (good(v) && std::find(partners.begin(), partners.end(), v) == partners.end() &&
+          partners.size() < kMaxHotVotes)
+        partners.push_back(v);
+    for (int v : partners) d.slow_pairs.push_back({v, round, 0.0, 0.0});
+    int dropped = 0;
+    for (auto& [key, l] : links)
+      if ((key.first == u || key.second == u) && !l.confirmed && !l.cleared) l.cleared = true, ++dropped;
+    note(name(u) + " reads slow with " + std::to_string(noise.high(u)) + " distinct peers in " +
+         std::to_string(noise.reads[u]) + " edge readings where noise explains " +
+         std::to_string(static_cast<int>(std::lround(d.hot_expected))) + ": slow node; " + std::to_string(dropped) +
+         " link suspicion(s) on its edges are explained by it");
+  }
+}
+
+bool Planner::Impl::noise_single(const LinkData& l) const {
+  return l.edge_slow == 1 && l.slow_pair_tests.empty() && l.group_votes == 0;
+}
+
+nlohmann::json Planner::Impl::noise_story() const {
+  nlohmann::json j = {{"edge_readings", noise.readings}, {"suspicions_opened", noise.opened},
+                      {"edge_readings_needed", edge_readings_needed()}, {"link_votes_needed", link_votes_needed()}};
+  if (const double p = edge_slow_rate(); p >= 0.0)
+    j["edge_slow_rate"] = p, j["edge_fast_rate"] = edge_fast_rate(),
+    j["summary"] = "edge readings slow by noise: " + percent(p);
+  if (const double p = pair_slow_rate(); p >= 0.0) j["pair_slow_rate"] = p;
+  if (!book.out_of_rounds) return j;
+  const long singles = undecided_singles();
+  const double expected = std::max(0.0, edge_slow_rate()) * static_cast<double>(noise.open_readings);
+  j["undecided_single_reading_suspicions"] = singles;
+  j["undecided_expected_from_noise"] = expected;
+  if (!noise_unresolved())
+    j["undecided_note"] = std::to_string(singles) + " link suspicion(s) with one slow reading each were left " +
+                          "undecided; noise opens about " + std::to_string(std::lround(expected)) +
+                          ": not reported as findings";
+  return j;
+}
+
+long Planner::Impl::undecided_singles() const {
+  long singles = 0;
+  for (const auto& [key, l] : links)
+    if (!l.confirmed && !l.cleared && good(key.first) && good(key.second) && noise_single(l)) ++singles;
+  return singles;
+}
+
+// Noise opens a suspicion on a fraction p_hi of the readings that could open one; more undecided
+// single-reading suspicions than that, well past a Poisson tail, are something noise does not do.
+std::optional<kiln::Finding> Planner::Impl::noise_unresolved() const {
+  const long singles = undecided_singles();
+  const double p = edge_slow_rate();
+  if (singles == 0 || p < 0.0 || noise.open_readings > std::numeric_limits<int>::max() ||
+      !noise::hot(static_cast<int>(singles), static_cast<int>(noise.open_readings), p, 1.0))
+    return std::nullopt;
+  const double expected = p * static_cast<double>(noise.open_readings);
+  const std::string why = "the round budget (max_rounds=" + std::to_string(book.max_rounds) + ") ran out";
+  return kiln::make_finding(
+      kiln::Code::LocalizeUnresolved, {"links", std::to_string(singles) + " edges"},
+      std::to_string(singles) + " link suspicions with one slow edge reading each are undecided, where noise " +
+          "opens about " + std::to_string(std::lround(expected)) + "; " + why,
+      {{"suspicions", singles}, {"expected_from_noise", expected}, {"edge_slow_rate", p},
+       {"stopped", why}, {"rounds", book.observed}},
+      0.5);
+}
+
+kiln::Finding Planner::Impl::hot_finding(int u) const {
+  const auto& d = nodes[u];
+  nlohmann::json partners = nlohmann::json::array();
+  for (const auto& s : d.slow_pairs)
+    if (good(s.partner)) partners.push_back(name(s.partner));
+  return kiln::make_finding(
+      kiln::Code::NodeSlow, {"node", name(u)},
+      name(u) + " reads slow with " + std::to_string(noise.high(u)) + " distinct peers in " +
+          std::to_string(noise.reads[u]) + " edge readings, where the campaign's noise explains " +
+          std::to_string(std::lround(d.hot_expected)),
+      {{"slow_edge_peers", noise.high(u)}, {"edge_readings", noise.reads[u]},
+       {"expected_from_noise", d.hot_expected}, {"slow_with_known_good", partners},
+       {"fast_tests", d.fast}, {"confirmed_round", d.bad_round}},
+      0.9);
+}
+
+}  // namespace kiln::analysis
