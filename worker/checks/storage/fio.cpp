@@ -1,7 +1,7 @@
 // storage.fio: fio on a node-local and a shared directory (params local_path, shared_path), each in
 // its own per-node directory <path>/kiln-fio-<host>-<pid>, removed afterwards. Per path: sequential
 // write and read bandwidth and random-read IOPS (fio_json.hpp), O_DIRECT where the file system
-// takes it (tmpfs does not: buffered, with a note in extra).
+// takes it (ramfs does not: buffered, with a note in extra).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "common/command_runner.hpp"
+#include "common/text.hpp"
 #include "worker/check.hpp"
 #include "worker/checks/storage/fio_json.hpp"
 
@@ -17,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Whether files in `dir` can be opened with O_DIRECT (tmpfs and some FUSE file systems refuse).
+// Whether files in `dir` can be opened with O_DIRECT (ramfs, tmpfs before Linux 6.6 and some FUSE file systems refuse).
 bool direct_io_works(const fs::path& dir) {
   const auto probe = dir / "direct-probe";
   const int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY | O_DIRECT, 0600);
@@ -108,10 +109,16 @@ class StorageFio final : public Check {
 
   static void report(const Context& ctx, ResultSink& sink, const std::string& role, const std::string& path,
                      const FioPlan& plan, const CommandResult& res) {
-    const bool full = res.err.find("No space left") != std::string::npos;
-    if (!res.ok() && (full || res.out.find('{') == std::string::npos))
+    // fio repeats its ENOSPC line for every failed I/O: its first one says it all.
+    if (const auto at = res.err.find("No space left"); at != std::string::npos) {
+      const auto from = res.err.rfind('\n', at);
+      const auto line = res.err.substr(from == std::string::npos ? 0 : from + 1, 300);
       return status(ctx, sink, role, Status::Error,
-                    (full ? "disk full on " + path + ": " : "fio failed on " + path + ": ") + res.err_tail());
+                    "disk full on " + path + " (size " + std::to_string(plan.size) + " bytes): " +
+                        printable(line.substr(0, line.find('\n'))));
+    }
+    if (!res.ok() && res.out.find('{') == std::string::npos)
+      return status(ctx, sink, role, Status::Error, "fio failed on " + path + ": " + res.err_tail());
     FioFigures f;
     try {
       f = fio_figures(res.out);
