@@ -146,6 +146,29 @@ std::vector<CheckSpec> stack_checks() {
            Scope::PerNode, 30, {stack_root()}, std::nullopt}};
 }
 
+// storage.fio's figures: sequential read and write bandwidth and random-read IOPS, for each path.
+CheckSpec storage_fio() {
+  CheckSpec c{"storage.fio",
+              "fio on a node-local and a shared path: sequential read and write bandwidth, random-read IOPS, with "
+              "latency percentiles",
+              Scope::PerNode,
+              180,
+              {p("local_path", P::String, nullptr, none, none, "node-local directory to test (unset: not tested)"),
+               p("shared_path", P::String, nullptr, none, none, "shared file system directory to test (unset: not tested)"),
+               p("size", P::Bytes, 256 << 20, 1 << 20, 1024 * kGiB, "file size per path"),
+               p("runtime_s", P::Number, 5.0, 1, 3600, "seconds per fio job (three jobs per path)"),
+               p("block_size", P::Bytes, 1 << 20, 4096, 64 << 20, "block size of the sequential jobs"),
+               p("rand_block_size", P::Bytes, 4096, 512, 1 << 20, "block size of the random-read job"),
+               p("iodepth", P::Int, 32, 1, 4096, "I/Os in flight (libaio and io_uring)"),
+               p("ioengine", P::String, "auto", none, none, "fio engine; auto: libaio if fio has it, else psync",
+                 {"auto", "libaio", "io_uring", "psync"})},
+              FigureSpec{"local_seq_read", "GB/s", true, false}};
+  for (const char* m : {"local_seq_write", "shared_seq_read", "shared_seq_write"})
+    c.more_figures.push_back({m, "GB/s", true, false});
+  for (const char* m : {"local_rand_read", "shared_rand_read"}) c.more_figures.push_back({m, "kIOPS", true, false});
+  return c;
+}
+
 std::vector<CheckSpec> build() {
   std::vector<CheckSpec> c;
   c.push_back({"host.inventory", "CPUs, memory, kernel, GPUs, CUDA/NCCL/MPI/rdma-core versions of the node",
@@ -220,6 +243,9 @@ std::vector<CheckSpec> build() {
                 p("min_d2d_gbps", P::Number, 0.0, 0, 1e6, "absolute floor (0: none)"),
                 p("min_peer_gbps", P::Number, 0.0, 0, 1e6, "absolute floor (0: none)")},
                FigureSpec{"peer_bw", "GB/s", true, false}});
+  c.push_back(storage_fio());
+  c.push_back({"gpu.dcgm", "DCGM's diagnostic (dcgmi diag -r N -j): each DCGM test's result per GPU", Scope::PerNode, 900,
+               {p("level", P::Int, 1, 1, 4, "dcgmi diag run level (1 quick ... 4 extended)")}, std::nullopt});
   c.push_back(nccl("nccl.all_reduce",
                    "NCCL all-reduce (float sum) sweep over the group's GPUs: time, algbw, busbw = algbw * 2(n-1)/n"));
   c.push_back(nccl("nccl.all_gather", "NCCL all-gather sweep over the group's GPUs: busbw = algbw * (n-1)/n"));
@@ -285,6 +311,13 @@ json check_value(const std::string& where, const ParamSpec& ps, const json& v) {
 
 }  // namespace
 
+const FigureSpec* CheckSpec::figure_for(std::string_view metric) const {
+  if (figure && figure->metric == metric) return &*figure;
+  for (const auto& f : more_figures)
+    if (f.metric == metric) return &f;
+  return nullptr;
+}
+
 const std::vector<CheckSpec>& check_catalog() {
   static const std::vector<CheckSpec> table = build();
   return table;
@@ -322,16 +355,22 @@ std::int64_t parse_size(const json& v) {
   return n << shift;
 }
 
+namespace {
+void describe_figure(std::ostream& os, const char* label, const FigureSpec& f) {
+  os << "      " << label << ": " << f.metric << " [" << f.unit << "], "
+     << (f.higher_is_better ? "higher is better" : "lower is better") << (f.per_size ? ", per message size" : "")
+     << "\n";
+}
+}  // namespace
+
 std::string describe_checks(const std::vector<std::string>& only) {
   std::ostringstream os;
   for (const auto& c : check_catalog()) {
     if (!only.empty() && std::find(only.begin(), only.end(), c.key) == only.end()) continue;
     os << "  " << c.key << "  (" << to_string(c.scope) << ", deadline " << c.default_deadline_s << " s)\n      "
        << c.description << "\n";
-    if (c.figure)
-      os << "      figure: " << c.figure->metric << " [" << c.figure->unit << "], "
-         << (c.figure->higher_is_better ? "higher is better" : "lower is better")
-         << (c.figure->per_size ? ", per message size" : "") << "\n";
+    if (c.figure) describe_figure(os, "figure", *c.figure);
+    for (const auto& f : c.more_figures) describe_figure(os, "also", f);
     for (const auto& ps : c.params) {
       os << "      " << ps.name << " (" << to_string(ps.type);
       if (!ps.fallback.is_null()) os << ", default " << ps.fallback.dump();

@@ -57,6 +57,12 @@ struct CheckSpec {
   double default_deadline_s = 120.0;
   std::vector<ParamSpec> params;  // `deadline_s` is accepted by every check and not listed
   std::optional<FigureSpec> figure;
+  // Further figures the check measures, judged like its figure of merit by the fleet comparison and
+  // by a spec (storage.fio: read, write and IOPS per path). Localization reads only `figure`.
+  std::vector<FigureSpec> more_figures = {};
+
+  // `figure` or one of `more_figures` by metric; nullptr when the metric is none of them.
+  const FigureSpec* figure_for(std::string_view metric) const;
 };
 
 const std::vector<CheckSpec>& check_catalog();

@@ -124,6 +124,7 @@ std::vector<SpecMetric> spec_metrics(std::string_view check) {
   if (!cs || !cs->figure) return {};
   const auto& f = *cs->figure;
   std::vector<SpecMetric> out{{f.metric, f.unit, f.higher_is_better, f.per_size}};
+  for (const auto& m : cs->more_figures) out.push_back({m.metric, m.unit, m.higher_is_better, m.per_size});
   // What the checks emit besides their figure of merit that a spec may expect.
   if (check == "gpu.memtest") out.push_back({"write_bw", "GB/s", true, false});
   if (check == "gpu.copy_bw")

@@ -26,11 +26,12 @@ void Fleet::add(const Result& r) {
   if (r.entity.kind != "gpu" && r.entity.kind != "node" && r.entity.kind != "link") return;
   if (!std::isfinite(r.value)) return;
   const auto* spec = find_check(r.test);
-  if (!spec || !spec->figure || r.metric != spec->figure->metric) return;
-  if (r.entity.kind == "link") return add_link(r, *spec->figure);
+  const FigureSpec* figure = spec ? spec->figure_for(r.metric) : nullptr;
+  if (!figure) return;
+  if (r.entity.kind == "link") return add_link(r, *figure);
   auto& f = figures_[Key{r.test, r.metric, r.size_bytes.value_or(-1), r.entity.kind}];
-  f.unit = spec->figure->unit;
-  f.higher_is_better = spec->figure->higher_is_better;
+  f.unit = figure->unit;
+  f.higher_is_better = figure->higher_is_better;
   auto& a = f.by_entity[r.entity.id];
   a.sum += r.value;
   ++a.n;

@@ -226,3 +226,34 @@ TEST_CASE("fleet: stack.versions names the node whose driver or HCA firmware dif
   CHECK(found[0].summary == "stack driver on node1 is '570.133.20' where 4 of 5 nodes have '580.159.04'");
   CHECK(found[1].summary == "stack hca_fw on node3 is '28.36.1010, 28.39.1002' where 4 of 5 nodes have '28.39.1002'");
 }
+
+TEST_CASE("fleet: storage.fio's further figures are compared too; a node with slow shared reads is found", "[fleet]") {
+  // 6 nodes with the same local disk; node3's shared mount reads random 4K at a tenth of the others.
+  // Its local figures are fine, so the finding is about shared_rand_read alone.
+  Fleet f;
+  for (int n = 0; n < 6; ++n) {
+    const std::string host = "node" + std::to_string(n);
+    for (const auto& [metric, value] : {std::pair{"local_seq_read", 2.2 + 0.01 * n}, {"local_rand_read", 25.0 + 0.1 * n},
+                                        {"shared_rand_read", (n == 3 ? 1.9 : 19.0) + 0.1 * n}}) {
+      Result r;
+      r.test = "storage.fio";
+      r.host = host;
+      r.metric = metric;
+      r.value = value;
+      r.entity = {"node", host};
+      f.add_record(r);
+    }
+  }
+  CHECK(f.figures() == 3);
+  const auto found = f.findings();
+  REQUIRE(ids(found, Code::FleetOutlier) == std::vector<std::string>{"node3"});
+  CHECK_THAT(found[0].summary, Catch::Contains("shared_rand_read"));
+  // A metric the check does not declare is not a figure.
+  Result other;
+  other.test = "storage.fio";
+  other.host = "node0";
+  other.metric = "local";
+  other.entity = {"node", "node0"};
+  f.add_record(other);
+  CHECK(f.figures() == 3);
+}

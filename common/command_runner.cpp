@@ -1,4 +1,4 @@
-#include "slurm/command_runner.hpp"
+#include "common/command_runner.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -9,13 +9,16 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <system_error>
 #include <thread>
 
+#include "common/text.hpp"
+
 extern char** environ;
 
-namespace kiln::slurm {
+namespace kiln {
 
 std::string format_argv(const std::vector<std::string>& argv) {
   std::string s;
@@ -196,4 +199,23 @@ CommandResult ProcessRunner::run(const std::vector<std::string>& argv, std::chro
   return r;
 }
 
-}  // namespace kiln::slurm
+std::string CommandResult::err_tail(std::size_t max) const {
+  if (err.size() <= max) return printable(err, max);
+  return "..." + printable(std::string_view(err).substr(err.size() - max), max);
+}
+
+bool on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  const std::string dirs = path ? path : "";
+  std::size_t from = 0;
+  while (from <= dirs.size()) {
+    auto to = dirs.find(':', from);
+    if (to == std::string::npos) to = dirs.size();
+    const std::string dir = dirs.substr(from, to - from);
+    if (!dir.empty() && ::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    from = to + 1;
+  }
+  return false;
+}
+
+}  // namespace kiln
