@@ -9,7 +9,8 @@
 #
 # Environment: KILN_BENCH_OUT (default $OUT or ./runs/gpu-bench) receives results.jsonl, the
 # references' output and the log; KILN_WORKER overrides the worker binary.
-# Runs, in order: gpu.health (clean); GEMM ratio (ref, burn, ref); 60 s sustained burn (clean);
+# Runs, in order: gpu.health (clean); the node health check (clean, then a bit flip) and the stack
+# and DCGM checks; GEMM ratio (ref, burn, ref); 60 s sustained burn (clean);
 # drills (bit flip, slowed GPU, hidden GPU); memtest and its references; copy_bw and
 # cudaMemcpyPeer. Never changes clocks, power limits, persistence, MIG or compute mode.
 set -uo pipefail
@@ -98,6 +99,23 @@ BURN_P='"dtype":"bf16","size":8192,"warmup_s":'$WARM
 SPEC2='"expected_gpus":'$NGPU',"expected_model":"H200"'
 
 worker health.clean -- --tests gpu.health --params "{$SPEC2}" --deadline 60
+
+# 0. The node health check (HealthCheckProgram mode): clean, then with a bit flip in its GEMM; the
+# stack checks (versions, PCIe, system) and DCGM, read as root.
+health_check() {
+  local label=$1; shift
+  local t0=$SECONDS
+  env "$@" "$WORKER" --health-check --json >"$OUTDIR/$label.json" 2>>"$LOG"
+  local rc=$?
+  echo "   $label: exit $rc, $((SECONDS - t0)) s wall" | tee -a "$LOG"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("   ", json.dumps(d)[:1500])' "$OUTDIR/$label.json" | tee -a "$LOG"
+}
+health_check health_check.clean NCCL_NVLS_ENABLE=0
+health_check health_check.bitflip 'KILN_FAULT={"gpu.burn":{"bitflip_gpu":'$((NGPU - 1))'}}'
+worker stack -- --tests stack.versions,stack.pci,stack.system,gpu.dcgm --deadline 60
+grep '"bench": "stack"' "$RES" | python3 -c 'import sys,json
+for l in sys.stdin:
+    d=json.loads(l); print("   ", d.get("test"), d.get("metric"), d.get("status"), d.get("value"), (d.get("reason") or "")[:120], json.dumps(d.get("extra",{}))[:300])' | tee -a "$LOG"
 
 # 1. GEMM: plain cuBLAS loop, burn, plain loop again (the two refs bracket the burn's thermals).
 ref ref1 "$REF_GEMM" --dtype bf16 --size 8192 --seconds $RATIO_S --warmup $WARM

@@ -22,9 +22,9 @@ res, refs = load(sys.argv[1]), load(sys.argv[2])
 
 
 def pick(bench, test=None, metric=None, kind=None):
-    return [r for r in res if r.get("bench") == bench and (test is None or r["test"] == test)
-            and (metric is None or r["metric"] == metric)
-            and (kind is None or r["entity"]["kind"] == kind)]
+    return [r for r in res if r.get("bench") == bench and (test is None or r.get("test") == test)
+            and (metric is None or r.get("metric") == metric)
+            and (kind is None or r.get("entity", {}).get("kind") == kind)]
 
 
 def gpu_of(r):
@@ -49,11 +49,11 @@ p("kiln GPU bench")
 
 # Health.
 for r in pick("health.clean", "gpu.health"):
-    if r["metric"] == "gpu_count":
+    if r.get("metric") == "gpu_count":
         p(f'gpu.health clean: gpu_count={r["value"]:.0f} status={r["status"]} {r.get("reason", "")}')
-    if r["metric"] == "driver":
+    if r.get("metric") == "driver":
         p(f'  driver {r["extra"].get("driver_version")} CUDA {r["value"]}')
-    if r["metric"] == "health":
+    if r.get("metric") == "health":
         x = r["extra"]
         p(f'  {gpu_of(r)} {x.get("name")} health={r["status"]} {r.get("reason", "")} ecc={x.get("ecc_enabled")} '
           f'pcie gen{x.get("pcie_gen", {}).get("current")}/{x.get("pcie_gen", {}).get("max")} '
@@ -128,12 +128,12 @@ for i, r in enumerate(pick("memtest", "gpu.memtest", "errors")):
 p("")
 p("5. gpu.copy_bw vs plain CUDA (GB/s)")
 for r in pick("copy", "gpu.copy_bw", kind="gpu"):
-    if r["metric"] == "d2d":
+    if r.get("metric") == "d2d":
         o = r["extra"]["cuda_ordinal"]
         ref_v = d2d.get(o, {}).get("copy_gbps", float("nan"))
         p(f'  {gpu_of(r)} d2d {r["value"]:7.1f}  cudaMemcpy D2D {ref_v:7.1f}  ratio {r["value"] / ref_v:5.2f}')
-    elif r["metric"] in ("h2d", "d2h"):
-        p(f'  {gpu_of(r)} {r["metric"]} {r["value"]:7.1f}  status={r["status"]}')
+    elif r.get("metric") in ("h2d", "d2h"):
+        p(f'  {gpu_of(r)} {r.get("metric")} {r["value"]:7.1f}  status={r["status"]}')
 peer = {(r["src"], r["dst"]): r["gbps"] for r in refs if r.get("ref") == "memcpy_peer"}
 for r in pick("copy", "gpu.copy_bw", "peer_matrix"):
     if r["status"] == "skip":

@@ -1,5 +1,6 @@
 // kiln-worker: started on every node by mpirun or sbatch. Connects to the coordinator, proves it
 // knows the campaign secret, then runs the rounds it is sent and streams every result back.
+#include <algorithm>
 #include <boost/program_options.hpp>
 
 #include <cmath>
@@ -103,14 +104,19 @@ int run_standalone(const Config& c, const NodeInfo& node, const Faults& faults) 
   std::vector<int> all(static_cast<std::size_t>(node.world_size));
   for (int i = 0; i < node.world_size; ++i) all[static_cast<std::size_t>(i)] = i;
   round.groups = {all};
+  std::vector<std::string> keys;
   std::size_t start = 0;
   while (start <= c.tests.size()) {
     auto comma = c.tests.find(',', start);
     auto key = c.tests.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!key.empty()) round.tests.push_back({key, params.value(key, nlohmann::json::object())});
+    if (!key.empty()) keys.push_back(key);
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
+  // {"key": {...}} when a top-level name is one of the tests; otherwise one object for all.
+  const bool per_test = std::any_of(keys.begin(), keys.end(), [&](const auto& k) { return params.contains(k); });
+  for (const auto& key : keys)
+    round.tests.push_back({key, per_test ? params.value(key, nlohmann::json::object()) : params});
   int worst = 0;
   Runner runner(node, faults, [&](const Record& r) {
     const std::string line = nlohmann::json(r).dump() + "\n";

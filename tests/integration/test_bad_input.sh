@@ -43,6 +43,15 @@ rows = [json.loads(l) for l in sys.stdin if l.startswith("{")]
 end = [r for r in rows if r["record"] == "end"]
 assert len(end) == 1 and end[0]["status"] == "error" and "deadline_s" in end[0]["reason"], rows' \
   && pass "worker: a bad parameter ends the check in ERROR, the worker lives" || bad "worker bad parameter: $out"
+# --params as one object for every test (no top-level name is a test key): applied, so a CPU count
+# the node does not have fails the check; the same object under the test's key does too.
+cpus=$(nproc)
+for p in "{\"expected_cpus\":$((cpus + 1))}" "{\"host.inventory\":{\"expected_cpus\":$((cpus + 1))}}"; do
+  out=$(mpirun -np 1 "$WORKER" --standalone --tests host.inventory --params "$p" 2>/dev/null)
+  if echo "$out" | grep -q '"record": *"end".*"status": *"fail"\|"status": *"fail".*"record": *"end"'; then
+    pass "worker --params $p reaches the check"
+  else bad "worker --params $p was not applied: $out"; fi
+done
 
 # A coordinator that accepts the connection but never answers (its accept queue is full): the
 # worker's connect and handshake are bounded by --connect-timeout and the handshake deadline.
