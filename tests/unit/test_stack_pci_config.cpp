@@ -45,6 +45,17 @@ TEST_CASE("the recorded H200 config space: PCIe capability, MaxReadReq 4096, Max
   CHECK(max_payload(c) == std::optional<int>(256));
   CHECK_FALSE(acs_control(c).has_value());
   CHECK(find_ext_capability(c, 0x000b).has_value());  // vendor-specific, past a null capability
+  CHECK(port_type(c) == std::optional<int>(0));         // an endpoint
+}
+
+TEST_CASE("the Device/Port Type is bits 7:4 of the PCIe Capabilities register", "[stack][pci]") {
+  auto c = built(0, 0x001d);
+  for (int type : {0, kPortRoot, 5, 6}) {
+    c.bytes[0x42] = static_cast<std::uint8_t>(type << 4 | 0x2);  // capability version 2 in bits 3:0
+    CHECK(port_type(c) == std::optional<int>(type));
+  }
+  c.bytes[0x34] = 0;  // no capability list: no PCIe capability
+  CHECK_FALSE(port_type(c).has_value());
 }
 
 TEST_CASE("MaxReadReq is 128 << Device Control bits 14:12, found by walking the list", "[stack][pci]") {

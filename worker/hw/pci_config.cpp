@@ -79,6 +79,14 @@ std::optional<int> devctl_size(const ConfigSpace& c, int shift) {
 std::optional<int> max_read_request(const ConfigSpace& c) { return devctl_size(c, 12); }
 std::optional<int> max_payload(const ConfigSpace& c) { return devctl_size(c, 5); }
 
+std::optional<int> port_type(const ConfigSpace& c) {
+  const auto cap = find_capability(c, kCapPcie);
+  if (!cap) return std::nullopt;
+  const auto reg = c.u16(*cap + 2);
+  if (!reg) return std::nullopt;
+  return (*reg >> 4) & 0xf;
+}
+
 std::optional<std::uint16_t> acs_control(const ConfigSpace& c) {
   const auto cap = find_ext_capability(c, kExtCapAcs);
   if (!cap) return std::nullopt;

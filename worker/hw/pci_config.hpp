@@ -42,6 +42,11 @@ std::optional<int> max_read_request(const ConfigSpace& c);
 // Max_Payload_Size in bytes: 128 << Device Control bits 7:5.
 std::optional<int> max_payload(const ConfigSpace& c);
 
+// Device/Port Type of the PCIe Capabilities register (bits 7:4): 4 a root port, 5 a switch's
+// upstream port, 6 a switch's downstream port; nullopt without a PCIe capability.
+inline constexpr int kPortRoot = 4;
+std::optional<int> port_type(const ConfigSpace& c);
+
 // The ACS Control register (ACS capability + 6); nullopt when the function has no ACS capability.
 std::optional<std::uint16_t> acs_control(const ConfigSpace& c);
 

@@ -57,8 +57,14 @@ Result acs_result(const std::string& host, const pci::Function& bridge, const st
   const auto on = pci::acs_redirecting(*ctl);
   r.extra["acs_control"] = *ctl;
   r.extra["redirecting"] = on;
-  if (!on.empty())
-    fail(r, "ACS on at bridge " + bridge.name + " (" + on + "): peer-to-peer goes through the root complex");
+  if (on.empty()) return r;
+  // A root port's ACS only acts on traffic that already crosses the root complex (devices under
+  // different root ports); on a switch port it turns peer-to-peer under the switch into a detour.
+  if (pci::port_type(cfg) == pci::kPortRoot) {
+    r.extra["note"] = "ACS on at root port " + bridge.name + " (" + on + "): affects only traffic between root ports";
+    return r;
+  }
+  fail(r, "ACS on at bridge " + bridge.name + " (" + on + "): peer-to-peer goes through the root complex");
   return r;
 }
 
