@@ -4,7 +4,8 @@
 # that throttles that device (io.max, or blkio.throttle on cgroup v1: tests/integration/
 # throttle_lib.sh). The fleet comparison must name node3 alone (fleet.outlier on storage.fio), and
 # with the throttle lifted the same campaign has no finding.
-# Written without running it: the testbed was owned by another engineer when it was added.
+# Each slurmd runs in a mount namespace of its own (ip netns exec), so a file system mounted after
+# the testbed came up is not seen there: the test mounts it in every node's namespace too.
 source "$(dirname "$0")/slurm_lib.sh"
 source "$(dirname "$0")/../integration/throttle_lib.sh"
 need_testbed 6
@@ -12,10 +13,17 @@ command -v fio >/dev/null || { echo "SKIP: fio not on PATH"; exit 77; }
 pid=$(pgrep -f "slurmd -D -N node3 " | head -1)
 [ -n "$pid" ] || { echo "SKIP: no slurmd for node3"; exit 77; }
 home_cg=""
-trap 'restore_node3; teardown_throttled_dir; [ -n "${KILN_KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
+node_pids=$(pgrep -f "slurmd -D -N node[0-9]+ ")
+in_nodes() { local p; for p in $node_pids; do nsenter -t "$p" -m "$@" 2>/dev/null; done; }
+at_exit 'restore_node3; in_nodes umount "$THROTTLE_MNT"; teardown_throttled_dir; [ -n "${KILN_KEEP_TMP:-}" ] || rm -rf "$TMP"'
 restore_node3() { [ -n "$home_cg" ] && echo "$pid" > "$home_cg/cgroup.procs" 2>/dev/null; home_cg=""; }
 setup_throttled_dir "$TMP/thr" 20971520 500 || { echo "SKIP: $THROTTLE_WHY"; exit 77; }
 chmod 1777 "$THROTTLE_MNT"
+in_nodes mount "$THROTTLE_LOOP" "$THROTTLE_MNT"
+for p in $node_pids; do
+  [ "$(nsenter -t "$p" -m findmnt -no SOURCE "$THROTTLE_MNT")" = "$THROTTLE_LOOP" ] \
+    || { echo "SKIP: cannot mount $THROTTLE_LOOP in the nodes' mount namespaces"; exit 77; }
+done
 home_cg=$(dirname "$(dirname "$THROTTLE_PROCS")")
 echo "$pid" > "$THROTTLE_PROCS" || { echo "SKIP: cannot move node3's slurmd into the throttle cgroup"; exit 77; }
 PARAMS="{\"storage.fio\":{\"local_path\":\"$THROTTLE_MNT\",\"size\":\"32M\",\"runtime_s\":2}}"
