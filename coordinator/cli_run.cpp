@@ -135,7 +135,7 @@ po::options_description run_options(RunConfig& c) {
        "also write OUT/kiln.prom (Prometheus metrics) to this path, replaced atomically, e.g. "
        "/var/lib/prometheus/node-exporter/kiln.prom for node_exporter's textfile collector")
       ("history", po::value(&c.history),
-       "history database the run is recorded in (default: $KILN_HISTORY, else ~/.local/share/kiln/history.sqlite)")
+       "history database the run is recorded in (default: $KILN_HISTORY, else ~/.local/share/kiln/history.sqlite; KILN_HISTORY=off: none)")
       ("no-history", po::bool_switch(&c.no_history), "neither record the run nor compare it with earlier runs")
       ("regression-runs", po::value(&c.regression_runs)->default_value(c.regression_runs),
        "node.regressed: compare each node's figures with the median of its last K recorded runs (at least 2 needed)")

@@ -59,7 +59,7 @@ std::vector<HistFigure> FigureSummarizer::figures() const {
     if (a.values.empty()) continue;
     const auto& [host, peer, test] = key;
     out.push_back({host, peer, test, a.metric, a.unit, stats::median(a.values), a.higher_is_better,
-                   static_cast<int>(a.values.size())});
+                   static_cast<int>(a.values.size()), a.size >= 0 ? "size=" + std::to_string(a.size) : ""});
   }
   return out;
 }
@@ -111,6 +111,19 @@ json read_json_file(const fs::path& p) {
 
 }  // namespace
 
+void add_params_basis(std::vector<HistFigure>& figures, const fs::path& campaign_json) {
+  const json campaign = read_json_file(campaign_json);
+  if (!campaign.is_object() || !campaign.contains("config") || !campaign["config"].is_object()) return;
+  const auto text = campaign["config"].value("params", std::string{});
+  const json params = text.empty() ? json::object() : json::parse(text, nullptr, false);
+  if (!params.is_object()) return;
+  for (auto& f : figures) {
+    const auto it = params.find(f.test);
+    if (it == params.end() || it->empty()) continue;
+    f.basis += (f.basis.empty() ? "" : " ") + std::string("params=") + it->dump();
+  }
+}
+
 RunSummary summarize_run_dir(const fs::path& dir) {
   const json report = read_json_file(dir / "report.json");
   if (!report.is_object())
@@ -120,7 +133,9 @@ RunSummary summarize_run_dir(const fs::path& dir) {
   std::string plan;
   if (campaign.is_object() && campaign.contains("config") && campaign["config"].is_object())
     plan = campaign["config"].value("tests", "");
-  return summarize(report, figures_of(dir / "results.jsonl"), plan, fs::absolute(dir).lexically_normal().string());
+  auto figures = figures_of(dir / "results.jsonl");
+  add_params_basis(figures, dir / "campaign.json");
+  return summarize(report, std::move(figures), plan, fs::absolute(dir).lexically_normal().string());
 }
 
 std::vector<Finding> regression_findings(const std::vector<HistFigure>& now, const NodePast& past,
@@ -128,7 +143,7 @@ std::vector<Finding> regression_findings(const std::vector<HistFigure>& now, con
   std::vector<Finding> out;
   for (const auto& f : now) {
     if (!f.peer.empty()) continue;
-    const auto it = past.find({f.host, f.test, f.metric});
+    const auto it = past.find({f.host, f.test, f.metric, f.basis});
     if (it == past.end()) continue;
     const std::size_t n = std::min<std::size_t>(it->second.size(), static_cast<std::size_t>(std::max(cfg.runs, 0)));
     if (n < 2) continue;
@@ -152,7 +167,7 @@ std::vector<Finding> regression_findings(const std::vector<HistFigure>& now, con
 }
 
 fs::path default_history_path() {
-  if (const char* env = std::getenv("KILN_HISTORY"); env && *env) return env;
+  if (const char* env = std::getenv("KILN_HISTORY"); env && *env) return std::string(env) == "off" ? fs::path() : env;
   const char* home = std::getenv("HOME");
   return fs::path(home && *home ? home : ".") / ".local" / "share" / "kiln" / "history.sqlite";
 }

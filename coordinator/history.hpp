@@ -23,6 +23,9 @@ struct HistFigure {
   double value = 0;
   bool higher_is_better = true;
   int samples = 0;
+  // What the figure is comparable with: the message size it was taken at ("size=N", for figures
+  // per size) and the test's --params; a regression compares only figures of the same basis.
+  std::string basis;
 };
 
 struct HistFinding {
@@ -72,8 +75,11 @@ struct RegressionConfig {
   double threshold = 0.10; // a fall of more than this fraction is a regression
 };
 
-// Earlier values of one node's figure, newest first: (host, test, metric) -> values.
-using NodePast = std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>>;
+// Earlier values of one node's figure, newest first: (host, test, metric, basis) -> values.
+using NodePast = std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<double>>;
+
+// Adds each test's --params (campaign.json's config.params, a JSON text) to its figures' basis.
+void add_params_basis(std::vector<HistFigure>& figures, const std::filesystem::path& campaign_json);
 
 // node.regressed findings: each node figure of `now` worse than the median of its last cfg.runs
 // earlier values by more than cfg.threshold (at least 2 earlier values are needed).

@@ -12,7 +12,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;  // 2: results.basis
 
 constexpr const char* kSchema = R"(
 CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);
@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS runs(run_id TEXT PRIMARY KEY, started REAL, duration_
 CREATE TABLE IF NOT EXISTS nodes(run_id TEXT NOT NULL, host TEXT NOT NULL, PRIMARY KEY(run_id, host));
 CREATE TABLE IF NOT EXISTS results(run_id TEXT NOT NULL, host TEXT NOT NULL, peer TEXT NOT NULL, test TEXT NOT NULL,
   metric TEXT NOT NULL, unit TEXT, value REAL, higher_is_better INTEGER, samples INTEGER,
-  PRIMARY KEY(run_id, host, peer, test, metric));
+  basis TEXT NOT NULL DEFAULT '', PRIMARY KEY(run_id, host, peer, test, metric));
 CREATE INDEX IF NOT EXISTS results_by_host ON results(host, peer, test);
 CREATE TABLE IF NOT EXISTS findings(run_id TEXT NOT NULL, code TEXT, entity_kind TEXT, entity TEXT, severity TEXT,
   confidence REAL, summary TEXT);
@@ -103,6 +103,10 @@ HistoryDb::HistoryDb(const fs::path& path, bool create) {
     if (version > kSchemaVersion)
       throw std::runtime_error(path.string() + " has schema version " + std::to_string(version) +
                                ", newer than this kiln's " + std::to_string(kSchemaVersion));
+    if (rows > 0 && version < 2) {  // version 1 had no basis: its figures compare with no other
+      exec("ALTER TABLE results ADD COLUMN basis TEXT NOT NULL DEFAULT 'v1'");
+      exec("UPDATE schema_version SET version = 2");
+    }
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -132,10 +136,11 @@ void HistoryDb::record(const RunSummary& s) {
         .bind(5, s.hostlist).bind(6, s.plan).bind(7, s.run_dir).run();
     Stmt node(db_, "INSERT OR IGNORE INTO nodes VALUES (?,?)");
     for (const auto& h : s.hosts) node.bind(1, s.run_id).bind(2, h).run();
-    Stmt fig(db_, "INSERT OR REPLACE INTO results VALUES (?,?,?,?,?,?,?,?,?)");
+    Stmt fig(db_, "INSERT OR REPLACE INTO results(run_id, host, peer, test, metric, unit, value, higher_is_better, "
+                  "samples, basis) VALUES (?,?,?,?,?,?,?,?,?,?)");
     for (const auto& f : s.figures)
       fig.bind(1, s.run_id).bind(2, f.host).bind(3, f.peer).bind(4, f.test).bind(5, f.metric).bind(6, f.unit)
-          .bind(7, f.value).bind(8, f.higher_is_better ? 1 : 0).bind(9, f.samples).run();
+          .bind(7, f.value).bind(8, f.higher_is_better ? 1 : 0).bind(9, f.samples).bind(10, f.basis).run();
     Stmt fnd(db_, "INSERT INTO findings VALUES (?,?,?,?,?,?,?)");
     for (const auto& f : s.findings)
       fnd.bind(1, s.run_id).bind(2, f.code).bind(3, f.entity_kind).bind(4, f.entity).bind(5, f.severity)
@@ -167,11 +172,11 @@ void HistoryDb::fill(RunSummary& s, const std::string& host, const std::string& 
   Stmt n(db_, "SELECT host FROM nodes WHERE run_id = ? ORDER BY host");
   n.bind(1, s.run_id);
   while (n.step()) s.hosts.push_back(n.text(0));
-  Stmt r(db_, "SELECT host, peer, test, metric, unit, value, higher_is_better, samples FROM results WHERE run_id = ? "
+  Stmt r(db_, "SELECT host, peer, test, metric, unit, value, higher_is_better, samples, basis FROM results WHERE run_id = ? "
               "ORDER BY host, peer, test, metric");
   r.bind(1, s.run_id);
   while (r.step()) {
-    HistFigure f{r.text(0), r.text(1), r.text(2), r.text(3), r.text(4), r.real(5), r.integer(6) != 0, r.integer(7)};
+    HistFigure f{r.text(0), r.text(1), r.text(2), r.text(3), r.text(4), r.real(5), r.integer(6) != 0, r.integer(7), r.text(8)};
     if (host.empty() || (f.host == host && f.peer == peer)) s.figures.push_back(std::move(f));
   }
   Stmt q(db_, "SELECT code, entity_kind, entity, severity, confidence, summary FROM findings WHERE run_id = ?");
@@ -206,12 +211,12 @@ std::optional<RunSummary> HistoryDb::run(const std::string& run_id) const {
 NodePast HistoryDb::node_past(const std::vector<std::string>& hosts, const std::string& before_run, int runs) const {
   NodePast past;
   const std::set<std::string> wanted(hosts.begin(), hosts.end());
-  Stmt q(db_, "SELECT r.host, r.test, r.metric, r.value FROM results r JOIN runs u ON u.run_id = r.run_id "
+  Stmt q(db_, "SELECT r.host, r.test, r.metric, r.value, r.basis FROM results r JOIN runs u ON u.run_id = r.run_id "
               "WHERE r.peer = '' AND r.run_id != ? ORDER BY u.started DESC, u.run_id DESC");
   q.bind(1, before_run);
   while (q.step()) {
     if (!wanted.count(q.text(0))) continue;
-    auto& values = past[{q.text(0), q.text(1), q.text(2)}];
+    auto& values = past[{q.text(0), q.text(1), q.text(2), q.text(4)}];
     if (static_cast<int>(values.size()) < runs) values.push_back(q.real(3));
   }
   return past;

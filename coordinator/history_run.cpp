@@ -14,7 +14,9 @@ std::optional<RunSummary> compare_with_history(Report& rep, const fs::path& db_p
                                                const fs::path& run_dir, const std::string& plan) {
   try {
     const nlohmann::json j = rep;
-    RunSummary s = summarize(j, figures_of(run_dir / "results.jsonl"), plan, fs::absolute(run_dir).lexically_normal().string());
+    auto figures = figures_of(run_dir / "results.jsonl");
+    add_params_basis(figures, run_dir / "campaign.json");
+    RunSummary s = summarize(j, std::move(figures), plan, fs::absolute(run_dir).lexically_normal().string());
     HistoryDb db(db_path, /*create=*/true);
     const auto found = regression_findings(s.figures, db.node_past(s.hosts, s.run_id, cfg.runs), cfg);
     if (found.empty()) return s;

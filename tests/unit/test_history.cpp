@@ -51,7 +51,7 @@ int count_rows(const fs::path& path, const std::string& table) {
   return n;
 }
 
-NodePast past_of(std::vector<double> values) { return {{{"n1", "gpu.copy_bw", "h2d_bw"}, std::move(values)}}; }
+NodePast past_of(std::vector<double> values) { return {{{"n1", "gpu.copy_bw", "h2d_bw", ""}, std::move(values)}}; }
 
 }  // namespace
 
@@ -97,7 +97,7 @@ TEST_CASE("history lists a node's runs newest first, --last K of them, and its p
   CHECK(runs[0].run_id == "r3");
   CHECK(runs[1].run_id == "r2");
   const auto past = db.node_past({"n1"}, "r3", 5);
-  CHECK(past.at({"n1", "gpu.copy_bw", "h2d_bw"}) == std::vector<double>{19, 20});
+  CHECK(past.at({"n1", "gpu.copy_bw", "h2d_bw", ""}) == std::vector<double>{19, 20});
 }
 
 TEST_CASE("regression: 30% slower than two earlier runs is node.regressed, a warning that does not drain", "[history]") {
@@ -118,6 +118,28 @@ TEST_CASE("regression: 5% slower, or fewer than 2 earlier runs, is no finding", 
   CHECK(regression_findings({node_fig("n1", 19)}, past_of({20, 20}), {}).empty());
   CHECK(regression_findings({node_fig("n1", 10)}, past_of({20}), {}).empty());
   CHECK(regression_findings({node_fig("n2", 10)}, past_of({20, 20}), {}).empty());  // another node's past
+}
+
+TEST_CASE("regression: figures taken at another size or with other --params are not compared", "[history]") {
+  auto now = node_fig("n1", 10);
+  now.basis = "size=1048576";
+  CHECK(regression_findings({now}, past_of({20, 20}), {}).empty());  // the past has basis ""
+  NodePast past{{{"n1", "gpu.copy_bw", "h2d_bw", "size=1048576"}, {20, 20}}};
+  CHECK(regression_findings({now}, past, {}).size() == 1);
+  // The basis goes through the database: a run at another size does not count as the node's past.
+  TempDb t;
+  {
+    HistoryDb db(t.path, true);
+    for (const auto& [id, basis] : std::vector<std::pair<std::string, std::string>>{{"a", "size=1"}, {"b", "size=2"}}) {
+      auto f = node_fig("n1", 20);
+      f.basis = basis;
+      auto s = run_of(id, id == "a" ? 1 : 2, {f});
+      db.record(s);
+    }
+    const auto p = db.node_past({"n1"}, "c", 5);
+    CHECK(p.at({"n1", "gpu.copy_bw", "h2d_bw", "size=1"}).size() == 1);
+    CHECK(p.at({"n1", "gpu.copy_bw", "h2d_bw", "size=2"}).size() == 1);
+  }
 }
 
 TEST_CASE("regression: only the last K runs count, and a time is worse when it grows", "[history]") {
