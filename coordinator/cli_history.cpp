@@ -45,7 +45,7 @@ std::string parse_history_args(const std::vector<std::string>& args, po::options
     return e.what();
   }
   a.help = vm.count("help") > 0;
-  if (a.db.empty()) a.db = coord::default_history_path().string();
+  if (a.db.empty() || a.db == "off") a.db = a.db.empty() ? coord::default_history_path().string() : "";
   if (a.db.empty() && !a.help) return "KILN_HISTORY=off and no --history PATH: no history database to read";
   if (a.last < 0) return "--last must be 0 or more";
   return "";
