@@ -34,6 +34,8 @@ struct HistoryArgs {
 };
 
 // Parses the words and options of `kiln history` or `kiln diff`; returns the error, or "".
+constexpr const char* kNoDb = "KILN_HISTORY=off and no --history PATH: no history database to read";
+
 std::string parse_history_args(const std::vector<std::string>& args, po::options_description& desc, HistoryArgs& a) {
   desc.add_options()("help,h", "show this help")(
       "history", po::value(&a.db), "history database (default: $KILN_HISTORY, else ~/.local/share/kiln/history.sqlite)")(
@@ -46,7 +48,6 @@ std::string parse_history_args(const std::vector<std::string>& args, po::options
   }
   a.help = vm.count("help") > 0;
   if (a.db.empty() || a.db == "off") a.db = a.db.empty() ? coord::default_history_path().string() : "";
-  if (a.db.empty() && !a.help) return "KILN_HISTORY=off and no --history PATH: no history database to read";
   if (a.last < 0) return "--last must be 0 or more";
   return "";
 }
@@ -117,6 +118,7 @@ int cmd_history(const std::vector<std::string>& args) {
   desc.add_options()("last", po::value(&a.last), "only the newest K runs")(
       "link", po::bool_switch(&a.link), "the link between the two hosts named");
   if (auto e = parse_history_args(args, desc, a); !e.empty()) return fail(e + " (see kiln history --help)");
+  if (a.db.empty() && !a.help) return fail(std::string(kNoDb) + " (see kiln history --help)");
   if (a.help) {
     std::cout << desc << "\n" << kExitCodes << "\n";
     return 0;
@@ -147,6 +149,7 @@ namespace {
 // A run named by its directory (read from it) or its id (read from the database).
 RunSummary load_named_run(const std::string& name, const std::string& db_path) {
   if (fs::is_directory(name)) return coord::summarize_run_dir(name);
+  if (db_path.empty()) throw std::runtime_error(kNoDb);
   const auto s = coord::HistoryDb(db_path, /*create=*/false).run(name);
   if (!s) throw std::runtime_error("no run " + name + " in " + db_path + " (name a run directory or a recorded run id)");
   return *s;
