@@ -217,7 +217,14 @@ namespace {
 
 nlohmann::json pair_json(const Planner::Impl& s, const Key& key, const PairStat& p, double base) {
   const double slowness = std::exp(p.med - base);
+  // Each reading's slowness against the baseline, in test order: what the median rests on.
+  nlohmann::json readings = nlohmann::json::array();
+  for (double x : s.exact.logs.at(key)) {
+    const double r = std::exp(x - base);
+    readings.push_back(std::isfinite(r) ? nlohmann::json(std::round(r * 1000) / 1000) : nlohmann::json("timeout"));
+  }
   return {{"pair", s.link_id(key.first, key.second)},
+          {"readings", std::move(readings)},
           {"slowness", std::isfinite(slowness) ? nlohmann::json(slowness) : nlohmann::json("timeout")},
           {"z", std::isfinite(p.z) ? nlohmann::json(p.z) : nlohmann::json("timeout")},
           {"tests", p.tests},

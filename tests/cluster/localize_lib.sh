@@ -28,6 +28,32 @@ for f in json.load(open(sys.argv[1] + "/report.json"))["findings"]:
 
 show_run() {
   echo "--- summary"; cat "$1.summary"; echo "--- progress"; tail -40 "$1.stderr"
+  show_evidence "$1"
+  echo "--- shaping on the testbed's ports now"
+  local dev
+  for dev in /sys/class/net/*; do
+    dev=$(basename "$dev")
+    case $dev in lo | eth*) continue ;; esac
+    tc qdisc show dev "$dev" 2>/dev/null | sed "s/^/$dev: /"
+  done
+}
+
+# show_evidence OUT: each finding's pair figures (slowness, z, tests), so that a wrong finding in a
+# CI log says which readings made it.
+show_evidence() {
+  echo "--- evidence"
+  python3 - "$1/report.json" <<'PY' || true
+import json, sys
+for f in json.load(open(sys.argv[1]))["findings"]:
+    print(f["code"], f["entity"]["id"], "confidence", f.get("confidence"))
+    evs = f.get("evidence", [])
+    for ev in (evs if isinstance(evs, list) else [evs]):
+        if not isinstance(ev, dict):
+            continue
+        print("   ", {k: v for k, v in ev.items() if k not in ("pairs", "readings")})
+        for p in ev.get("pairs", []):
+            print("      ", p)
+PY
 }
 
 # no_finding_when_cleared: faults cleared, the same campaign (LOCALIZE_TESTS) exits 0 with no finding.
