@@ -76,7 +76,7 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 std::string labels(const Labels& ls) {
   std::string s;
   for (const auto& [k, v] : ls) s += (s.empty() ? "" : ",") + k + "=\"" + prom_label_escape(v) + "\"";
-  return "{" + s + "}";
+  return s.empty() ? s : "{" + s + "}";
 }
 
 // Series of one family, unique by their labels: a later value with the same labels replaces an earlier one.
@@ -98,8 +98,10 @@ struct Families {
   }
 };
 
-Labels result_labels(const Report& r, const Result& x) {
-  Labels ls{{"run_id", r.run_id}, {"node", x.host}, {"rank", std::to_string(x.rank)}};
+// The run id is a label only on kiln_run_info: on every series it would start new series with each
+// run (the textfile is replaced by the next run), which Prometheus keeps as churn.
+Labels result_labels(const Result& x) {
+  Labels ls{{"node", x.host}, {"rank", std::to_string(x.rank)}};
   if (x.entity.kind == "gpu" || x.entity.kind == "hca" || x.entity.kind == "link") ls.push_back({x.entity.kind, x.entity.id});
   ls.push_back({"test", x.test});
   ls.push_back({"metric", x.metric});
@@ -108,25 +110,24 @@ Labels result_labels(const Report& r, const Result& x) {
 }
 
 void run_families(Families& fs, const Report& r) {
-  fs.gauge("kiln_run_verdict", "1 for the verdict of the run (pass, fail, incomplete, error)",
-           {{"run_id", r.run_id}, {"verdict", r.verdict}}, 1);
-  fs.gauge("kiln_run_timestamp_seconds", "When the run started (unix time)", {{"run_id", r.run_id}}, r.started);
-  fs.gauge("kiln_run_duration_seconds", "How long the run took", {{"run_id", r.run_id}}, r.duration_s);
+  fs.gauge("kiln_run_info", "1, naming the run whose figures the file holds", {{"run_id", r.run_id}}, 1);
+  fs.gauge("kiln_run_verdict", "1 for the verdict of the run (pass, fail, incomplete, error)", {{"verdict", r.verdict}}, 1);
+  fs.gauge("kiln_run_timestamp_seconds", "When the run started (unix time)", {}, r.started);
+  fs.gauge("kiln_run_duration_seconds", "How long the run took", {}, r.duration_s);
   fs.declare("kiln_findings", "1 for each finding of the run");  // declared even when there is none
   for (const auto& f : r.findings)
     fs.gauge("kiln_findings", "1 for each finding of the run",
-             {{"run_id", r.run_id}, {"code", to_string(f.code)}, {"severity", to_string(f.severity)},
-              {"entity", f.entity.kind + ":" + f.entity.id}}, 1);
+             {{"code", to_string(f.code)}, {"severity", to_string(f.severity)}, {"entity", f.entity.kind + ":" + f.entity.id}}, 1);
   for (const auto& [test, by_status] : r.checks_by_test)
     for (const auto& [status, n] : by_status)
-      fs.gauge("kiln_checks", "Ranks that ended a check with this status", {{"run_id", r.run_id}, {"test", test}, {"status", status}},
+      fs.gauge("kiln_checks", "Ranks that ended a check with this status", {{"test", test}, {"status", status}},
                static_cast<double>(n));
   const NodeSplit split = split_nodes(r);
   for (const auto& [list, ok] : {std::pair{split.good, 1.0}, std::pair{split.bad, 0.0}}) {
     std::vector<std::string> hosts;
     try { hosts = hostlist::expand(list); } catch (const std::exception&) {}
     for (const auto& h : hosts) fs.gauge("kiln_node_ok", "1 when the run found nothing wrong with the node, 0 when it is to be drained",
-                                         {{"run_id", r.run_id}, {"node", h}}, ok);
+                                         {{"node", h}}, ok);
   }
 }
 
@@ -152,7 +153,7 @@ std::string prom_textfile(const Report& r, const std::vector<Result>& results) {
   for (const auto& x : results) {
     if (!std::isfinite(x.value)) continue;
     const Family f = family_of(x.unit);
-    Labels ls = result_labels(r, x);
+    Labels ls = result_labels(x);
     if (f.name == "kiln_check_figure") ls.push_back({"unit", x.unit});
     fs.gauge(f.name, f.help, ls, x.value * f.scale);
   }
@@ -163,7 +164,8 @@ std::string influx_lines(const Report& r, const std::vector<Result>& results) {
   std::ostringstream o;
   for (const auto& x : results) {
     if (!std::isfinite(x.value)) continue;
-    Labels ls = result_labels(r, x);
+    Labels ls = result_labels(x);
+    ls.insert(ls.begin(), {"run_id", r.run_id});
     ls.push_back({"unit", x.unit});
     ls.push_back({"status", to_string(x.status)});
     o << "kiln_result" << tags(ls) << " value=" << num(x.value) << " " << ns(x.ts) << "\n";

@@ -104,8 +104,13 @@ TEST_CASE("exports: Prometheus textfile, one HELP/TYPE per family, one sample pe
   CHECK(t.find("node=\"n 1,\\\"x\\\"=<&\\n2\"") != std::string::npos);
   CHECK(t.find("metric=\"busbw\",unit=\"widgets\"} 7\n") != std::string::npos);
   CHECK(count_of(t, "\nkiln_findings{") == 2);
-  CHECK(t.find("kiln_run_verdict{run_id=\"run 1\",verdict=\"fail\"} 1\n") != std::string::npos);
-  CHECK(t.find("kiln_node_ok{run_id=\"run 1\",node=\"good1\"} 1\n") != std::string::npos);
+  CHECK(t.find("kiln_run_info{run_id=\"run 1\"} 1\n") != std::string::npos);
+  CHECK(t.find("kiln_run_verdict{verdict=\"fail\"} 1\n") != std::string::npos);
+  CHECK(t.find("kiln_run_duration_seconds 12.5\n") != std::string::npos);
+  CHECK(t.find("kiln_node_ok{node=\"good1\"} 1\n") != std::string::npos);
+  // Only kiln_run_info names the run: a new run id starts no new series elsewhere.
+  CHECK(t.find("run_id") == t.find("kiln_run_info{run_id") + 14);
+  CHECK(t.find("run_id", t.find("run_id") + 1) == std::string::npos);
   // Every line is a comment or a sample: no label value broke a line.
   for (const auto& l : lines_of(t)) CHECK((l.rfind("# ", 0) == 0 || l.rfind("kiln_", 0) == 0));
 }
