@@ -202,6 +202,8 @@ std::vector<CheckSpec> build() {
                "GPU inventory and NVML health: count/model vs spec, ECC, row remap, PCIe, clocks, throttle, XID",
                Scope::PerNode, 60,
                {p("expected_gpus", P::Int, -1, -1, 64, "GPUs the node must have (-1: no check)"),
+                p("expected_gpus_from", P::String, "the spec", none, none,
+                  "where expected_gpus came from, for the reason (health-check mode: the PCI bus)"),
                 p("expected_model", P::String, "", none, none, "substring the GPU name must contain"),
                 p("expected_driver", P::String, "", none, none, "driver version the node must run"),
                 p("max_ecc_uncorrected_aggregate", P::Int, -1, -1, 1e12, "lifetime uncorrectable ECC allowed"),

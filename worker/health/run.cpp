@@ -16,6 +16,7 @@
 #include "slurm/slurm_client.hpp"
 #include "worker/health/drain.hpp"
 #include "worker/health/verdict.hpp"
+#include "worker/hw/pci_sysfs.hpp"
 #include "worker/runner.hpp"
 
 namespace kiln::worker::health {
@@ -164,6 +165,21 @@ std::vector<std::string> slurm_actions(const Options& o, const Verdict& v) {
   return out;
 }
 
+// Without a GPU count from the spec, the node must have every NVIDIA GPU its PCI bus lists (read
+// under KILN_SYSFS_ROOT, else /): a GPU that the bus still shows but the driver, NVML or CUDA
+// cannot use fails gpu.health instead of passing as "no GPU". A node with no NVIDIA GPU on its
+// bus is a CPU node: gpu.health SKIPs there.
+void expect_bus_gpus(nlohmann::json& params) {
+  if (params.contains("gpu.health") && params["gpu.health"].contains("expected_gpus")) return;
+  int on_bus = 0;
+  for (const auto& f : pci::list_functions(pci::root_from_env())) on_bus += f.gpu() ? 1 : 0;
+  if (on_bus == 0) return;
+  auto& gh = params["gpu.health"];
+  if (!gh.is_object()) gh = nlohmann::json::object();
+  gh["expected_gpus"] = on_bus;
+  gh["expected_gpus_from"] = "the PCI bus (" + std::to_string(on_bus) + " NVIDIA GPU(s))";
+}
+
 }  // namespace
 
 int run_health_check(const Options& o, const NodeInfo& node, const Faults& faults) {
@@ -179,6 +195,7 @@ int run_health_check(const Options& o, const NodeInfo& node, const Faults& fault
     }
   }
   try {
+    if (parts.empty()) expect_bus_gpus(params);
     if (parts.empty()) parts = run_parts(o, node, faults, params);
   } catch (const std::exception& e) {  // the runner's own failure, not a check's: nothing was judged
     parts = {{"health-check", Status::Error, "health-check", e.what(), 0}};

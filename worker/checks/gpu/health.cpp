@@ -197,7 +197,8 @@ Result gpu_count(const Context& ctx, const std::string& host, int cuda_count, in
   if (expected >= 0 && (cuda_count != expected || (nvml_count >= 0 && nvml_count != expected))) {
     count.status = Status::Fail;
     std::ostringstream r;
-    r << cuda_count << " GPU(s) usable through CUDA, spec expects " << expected;
+    r << cuda_count << " GPU(s) usable through CUDA, " << ctx.param<std::string>("expected_gpus_from", "the spec")
+      << " expects " << expected;
     if (nvml_count >= 0) r << " (NVML sees " << nvml_count << ")";
     if (cvd) r << "; CUDA_VISIBLE_DEVICES=" << cvd;
     count.reason = r.str();

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Health-check mode with no spec: the node must have every NVIDIA GPU its PCI bus lists. With the
+# sysfs tree recorded on the GPU machine (one H200 on the bus) and no GPU usable here, gpu.health
+# fails (exit 1, gpu.count, "the PCI bus ... expects 1") instead of passing as "no GPU"; with the
+# development machine's tree (no NVIDIA device) the node is a CPU node and passes with every part
+# named as not tested. A spec's GPU count wins over the bus's.
+source "$(dirname "$0")/lib.sh"
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  echo "SKIP: this machine has a GPU; the recorded trees stand for a node whose GPUs are not usable"
+  exit 77
+fi
+DATA="$(cd "$(dirname "$0")/.." && pwd)/data/sysfs"
+KILN_SYSFS_ROOT="$DATA/gpu-h200-vm" timeout 60 "$WORKER" --health-check > "$TMP/gpu.txt" 2>&1
+rc=$?
+cat "$TMP/gpu.txt"
+[ $rc -eq 1 ] && pass "a GPU on the bus that nothing can use: exit 1" || bad "exit $rc with a GPU on the bus"
+grep -q "^kiln-health: FAIL gpu.count: .*0 GPU(s) usable through CUDA, the PCI bus (1 NVIDIA GPU(s)) expects 1" "$TMP/gpu.txt" \
+  && pass "the reason names the bus count" || bad "reason"
+KILN_SYSFS_ROOT="$DATA/dev-debian12" timeout 60 "$WORKER" --health-check > "$TMP/cpu.txt" 2>&1
+rc=$?
+cat "$TMP/cpu.txt"
+[ $rc -eq 0 ] && pass "no NVIDIA GPU on the bus: exit 0" || bad "exit $rc on a CPU node"
+grep -q "^kiln-health: OK: .*not tested: .*gpu.health" "$TMP/cpu.txt" && pass "gpu.health named as not tested" || bad "not-tested line"
+cat > "$TMP/spec.toml" <<TOML
+[[class]]
+name = "cpu"
+hosts = "$(hostname)"
+[class.hardware]
+gpus_per_node = 0
+TOML
+KILN_SYSFS_ROOT="$DATA/gpu-h200-vm" timeout 60 "$WORKER" --health-check --spec "$TMP/spec.toml" > "$TMP/spec.txt" 2>&1
+rc=$?
+cat "$TMP/spec.txt"
+[ $rc -eq 0 ] && pass "the spec's count (0) wins over the bus's" || bad "exit $rc with a spec of 0 GPUs"
+finish
