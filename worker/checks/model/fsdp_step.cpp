@@ -162,6 +162,10 @@ void run_group(Context& ctx, ResultSink& sink, const Params& p) {
     engine.reset();
     if (s.failure == nccl::detail::Failure::Timeout) throw DeadlineExceeded("model.fsdp_step: " + s.detail);
     throw CheckError("model.fsdp_step: " + s.detail);
+  } catch (...) {  // a CUDA or cuBLAS error: the same order, then the runner reports it
+    if (comm) comm->abort();
+    engine.reset();
+    throw;
   }
   engine.reset();
   comm->close(deadline);
