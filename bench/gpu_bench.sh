@@ -12,7 +12,7 @@
 # Runs, in order: gpu.health (clean); the node health check (clean, then a bit flip) and the stack
 # and DCGM checks; GEMM ratio (ref, burn, ref); 60 s sustained burn (clean);
 # drills (bit flip, slowed GPU, hidden GPU); memtest and its references; copy_bw and
-# cudaMemcpyPeer. Never changes clocks, power limits, persistence, MIG or compute mode.
+# cudaMemcpyPeer; model.fsdp_step beside PyTorch FSDP (bench/fsdp_compare.sh). Never changes clocks, power limits, persistence, MIG or compute mode.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -60,9 +60,9 @@ if [[ ! -x $WORKER ]]; then
 fi
 
 if ((QUICK)); then
-  RATIO_S=4; SUSTAIN_S=6; DRILL_S=4; WARM=1; MEMFRAC=0.2; WALK=2
+  RATIO_S=4; SUSTAIN_S=6; DRILL_S=4; WARM=1; MEMFRAC=0.2; WALK=2; FSDP_TOKENS=4096; FSDP_STEPS=5
 else
-  RATIO_S=15; SUSTAIN_S=60; DRILL_S=10; WARM=3; MEMFRAC=0.9; WALK=16
+  RATIO_S=15; SUSTAIN_S=60; DRILL_S=10; WARM=3; MEMFRAC=0.9; WALK=16; FSDP_TOKENS=8192; FSDP_STEPS=10
 fi
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 {
@@ -148,6 +148,19 @@ ref refcopy "$REF_COPY" --d2d-mb 8192 --peer-mb 1024 --iters 10
 
 # 5. Copy bandwidth and the health read after all the load (XIDs during the campaign).
 worker copy -- --tests gpu.copy_bw --params '{"size_mb":1024,"iters":10}' --deadline 180
+# 6. model.fsdp_step (mpirun, one rank per GPU) beside PyTorch FSDP with the same shape when torch
+# is importable (bench/fsdp_compare.sh); its lines join results.jsonl and refs.jsonl.
+FSDP_DIR=$OUTDIR/fsdp
+bench/fsdp_compare.sh --worker "$WORKER" --np "$NGPU" --tokens $FSDP_TOKENS --steps $FSDP_STEPS --out "$FSDP_DIR" \
+  2>&1 | tee -a "$LOG"
+python3 -c 'import sys,json
+for path, lab, out in ((sys.argv[1], "fsdp", sys.argv[3]), (sys.argv[2], "fsdp_ref", sys.argv[4])):
+    with open(out, "a") as o:
+        for l in open(path):
+            if l.startswith("{"):
+                d = json.loads(l); d["bench"] = lab; o.write(json.dumps(d) + "\n")' \
+  "$FSDP_DIR/kiln.jsonl" "$FSDP_DIR/torch.jsonl" "$RES" "$REF"
+
 worker health.after -- --tests gpu.health --params "{$SPEC2}" --deadline 60
 
 python3 bench/gpu_bench_table.py "$RES" "$REF" | tee "$OUTDIR/table.txt"

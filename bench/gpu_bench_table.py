@@ -147,5 +147,29 @@ for r in pick("copy", "gpu.copy_bw", "peer_matrix"):
             cells.append("      -       " if v is None else f'{v:6.1f}|{peer.get((i, j), float("nan")):6.1f}')
         p(f'    gpu{gpus[i]}: ' + "  ".join(cells))
     p(f'  status={r["status"]} {r.get("reason", "")}')
+
+# 6. The FSDP-shaped step.
+p("")
+p("6. model.fsdp_step vs PyTorch FSDP (same shape, one rank per GPU)")
+fsdp_ref = [r for r in refs if r.get("bench") == "fsdp_ref"]
+for r in pick("fsdp", "model.fsdp_step"):
+    x = r.get("extra", {})
+    if r.get("metric") == "tflops" and r["status"] == "pass":
+        mfu = f'{x["mfu"]:.3f}' if "mfu" in x else "- (" + x.get("mfu_note", "") + ")"
+        p(f'  kiln   step {x["step_ms"]:8.2f} ms  {r["value"]:6.1f} TFLOP/s/GPU  MFU {mfu}  compute-only '
+          f'{x["compute_only_ms"]:.2f} ms  comm-only {x["comm_only_ms"]:.2f} ms  exposed {x["exposed_comm_ms"]:.2f} ms'
+          f'  comm share {x["comm_share"]:.3f}  ({x["layers"]}x{x["hidden"]}, {x["tokens"]} tokens, {x["nranks"]} GPUs)')
+    elif r.get("metric") == "determinism":
+        p(f'  kiln   determinism {r["status"]} {r.get("reason", "")}')
+    elif r.get("record") == "end" and r["status"] != "pass":
+        p(f'  kiln   {r["status"]}: {r.get("reason", "")}')
+for r in fsdp_ref:
+    p(f'  torch  step {r["step_ms"]:8.2f} ms  {r["tflops"]:6.1f} TFLOP/s/GPU  ({r.get("api")} torch {r.get("torch")}, '
+      f'peak mem {r.get("peak_mem_gib", 0):.1f} GiB)')
+kf = [r for r in pick("fsdp", "model.fsdp_step", "tflops") if r["status"] == "pass"]
+if kf and fsdp_ref:
+    p(f'  ratio kiln/pytorch step time: {kf[0]["extra"]["step_ms"] / fsdp_ref[-1]["step_ms"]:.3f}')
+elif not fsdp_ref:
+    p("  no PyTorch reference (torch not importable, or it failed: see fsdp/compare.log)")
 p("=" * 100)
 print("\n".join(lines))

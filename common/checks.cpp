@@ -258,6 +258,22 @@ std::vector<CheckSpec> build() {
   c.push_back(nccl("nccl.broadcast", "NCCL broadcast sweep from the group's root rank: busbw = algbw"));
   c.push_back(nccl("nccl.sendrecv",
                    "NCCL send/recv to the next rank of the group while receiving from the previous one: busbw = algbw"));
+  c.push_back({"model.fsdp_step",
+               "FSDP-shaped training step over the group's GPUs: per layer NCCL all-gathers the bf16 weight shards, "
+               "cuBLAS runs the forward and backward GEMMs, the gradients are reduce-scattered, communication "
+               "overlapped on a second stream; step time, TFLOP/s, MFU, exposed communication, and checksums that "
+               "must match across ranks and steps",
+               Scope::Group, 300,
+               {p("layers", P::Int, 8, 1, 128, "Linear layers (hidden x hidden, bf16, no bias)"),
+                p("hidden", P::Int, 8192, 64, 65536, "hidden size (a multiple of 64)"),
+                p("tokens", P::Int, 8192, 64, 1 << 20, "tokens per rank (a multiple of 64)"),
+                p("warmup", P::Int, 3, 0, 1000, "untimed steps first"),
+                p("steps", P::Int, 10, 1, 10000, "timed steps of each kind (overlapped, compute-only, comm-only)"),
+                p("verify_steps", P::Int, 2, 1, 8, "steps whose checksums are compared across ranks and steps"),
+                p("peak_tflops", P::Number, 0.0, 0, 1e6,
+                  "the GPU's dense bf16 peak for MFU (0: MFU omitted; the spec carries no peak)"),
+                p("abort_grace_s", P::Number, 5.0, 0, 600, "seconds kept back from the deadline to abort and report")},
+               FigureSpec{"tflops", "TFLOP/s", true, false}});
   c.push_back(rdma("rdma.write_bw",
                    "RDMA WRITE bandwidth between the pair on all its rails at once (RC QPs, host or GPU memory)", false));
   c.push_back(rdma("rdma.read_bw",

@@ -12,7 +12,7 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   echo "SKIP: this machine has a GPU; the SKIP path is for machines without one"
   exit 77
 fi
-TESTS=gpu.health,gpu.burn,gpu.memtest,gpu.copy_bw,nccl.all_reduce,nccl.all_gather,nccl.reduce_scatter,nccl.alltoall,nccl.broadcast,nccl.sendrecv,rdma.write_bw,rdma.read_bw,rdma.send_lat,ib.ports
+TESTS=gpu.health,gpu.burn,gpu.memtest,gpu.copy_bw,model.fsdp_step,nccl.all_reduce,nccl.all_gather,nccl.reduce_scatter,nccl.alltoall,nccl.broadcast,nccl.sendrecv,rdma.write_bw,rdma.read_bw,rdma.send_lat,ib.ports
 OUT="$TMP/run"
 "$KILN" run --launcher local --ranks 2 --out "$OUT" --quiet --tests "$TESTS" > "$TMP/summary.txt" 2>&1
 rc=$?

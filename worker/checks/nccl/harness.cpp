@@ -12,28 +12,16 @@
 #include "worker/hw/cuda_util.hpp"  // KILN_CUDA: the worker's one CUDA check macro
 #include "worker/mpi_deadline.hpp"
 #include "worker/sweep_budget.hpp"
+#include "worker/hw/nccl_comm.hpp"
 #include "worker/checks/nccl/params.hpp"
 
 #if KILN_HAVE_NCCL
-#include "worker/checks/nccl/harness_comm.hpp"
 #include "worker/checks/nccl/pattern.hpp"
 #endif
 
 namespace kiln::worker::nccl {
 
-std::optional<std::string> CollectiveTest::applicable(const NodeInfo& node) const {
-#if KILN_HAVE_NCCL
-  if (node.gpu_count <= 0)
-    return node.gpu_skip_reason.empty() ? std::string("no CUDA GPU visible") : node.gpu_skip_reason;
-  if (node.local_size > node.gpu_count)
-    return std::to_string(node.local_size) + " ranks on " + node.host + " but only " + std::to_string(node.gpu_count) +
-           " GPU(s): NCCL needs one rank per GPU (start as many ranks per node as GPUs)";
-  return std::nullopt;
-#else
-  (void)node;
-  return std::string("kiln-worker was built without NCCL (CUDA toolkit or nccl.h not found at configure time)");
-#endif
-}
+std::optional<std::string> CollectiveTest::applicable(const NodeInfo& node) const { return skip_reason(node); }
 
 #if !KILN_HAVE_NCCL
 

@@ -1,7 +1,17 @@
-// The CUDA and NCCL plumbing of the nccl.* harness (harness.cpp): buffers and a stream that can
-// be leaked after a kernel that would not stop, the group's communicators with init bounded by
-// the deadline, and deadline-bounded waits that end the sweep with a SweepStopped.
+// The CUDA and NCCL plumbing of group checks on GPUs (the nccl.* harness, model.fsdp_step): buffers
+// and a stream that can be leaked after a kernel that would not stop, the group's communicators
+// with init bounded by the deadline, and deadline-bounded waits that end the check with a SweepStopped.
 #pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/types.hpp"
+
+namespace kiln::worker::nccl {
+// Why a check that needs one GPU per rank and NCCL cannot run on this node; nullopt when it can.
+std::optional<std::string> skip_reason(const NodeInfo& node);
+}  // namespace kiln::worker::nccl
 
 #if KILN_HAVE_NCCL
 
