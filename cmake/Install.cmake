@@ -9,6 +9,9 @@ if(TARGET kiln-worker)
 endif()
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/jobs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/kiln/jobs
         FILES_MATCHING PATTERN "*.in")
+# A user's own job (docs/user-job.md): the srun wrapper and an FSDP example that follows its contract.
+install(PROGRAMS ${CMAKE_SOURCE_DIR}/jobs/kiln-user-job.sh DESTINATION ${CMAKE_INSTALL_DATADIR}/kiln/jobs)
+install(FILES ${CMAKE_SOURCE_DIR}/jobs/fsdp_example.py DESTINATION ${CMAKE_INSTALL_DATADIR}/kiln/jobs)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/profiles/ DESTINATION ${CMAKE_INSTALL_DATADIR}/kiln/profiles
         FILES_MATCHING PATTERN "*.toml")
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/schemas/ DESTINATION ${CMAKE_INSTALL_DATADIR}/kiln/schemas

@@ -169,6 +169,20 @@ CheckSpec storage_fio() {
   return c;
 }
 
+// A user's own training job run by jobs/kiln-user-job.sh, its KILN_METRIC lines read by kiln ingest.
+CheckSpec user_job() {
+  CheckSpec c{"model.user_job",
+              "a user's own job (e.g. PyTorch FSDP) under srun, one task per GPU: the throughput each task printed "
+              "(KILN_METRIC lines), read by kiln ingest; not run by kiln-worker",
+              Scope::PerRank,
+              0,
+              {},
+              FigureSpec{"tokens_per_s", "tok/s", true, false},
+              {{"samples_per_s", "samples/s", true, false}, {"step_time_s", "s", false, false}},
+              true};
+  return c;
+}
+
 std::vector<CheckSpec> build() {
   std::vector<CheckSpec> c;
   c.push_back({"host.inventory", "CPUs, memory, kernel, GPUs, CUDA/NCCL/MPI/rdma-core versions of the node",
@@ -198,6 +212,7 @@ std::vector<CheckSpec> build() {
                 p("sysfs_root", P::String, nullptr, none, none, "read HCAs from this tree instead of /sys (tests)")},
                std::nullopt});
   for (auto& s : stack_checks()) c.push_back(std::move(s));
+  c.push_back(user_job());
   c.push_back({"gpu.health",
                "GPU inventory and NVML health: count/model vs spec, ECC, row remap, PCIe, clocks, throttle, XID",
                Scope::PerNode, 60,
@@ -385,7 +400,9 @@ std::string describe_checks(const std::vector<std::string>& only) {
   std::ostringstream os;
   for (const auto& c : check_catalog()) {
     if (!only.empty() && std::find(only.begin(), only.end(), c.key) == only.end()) continue;
-    os << "  " << c.key << "  (" << to_string(c.scope) << ", deadline " << c.default_deadline_s << " s)\n      "
+    os << "  " << c.key << "  (" << to_string(c.scope) << ", "
+       << (c.ingested ? std::string("read by kiln ingest") : "deadline " + json(c.default_deadline_s).dump() + " s")
+       << ")\n      "
        << c.description << "\n";
     if (c.figure) describe_figure(os, "figure", *c.figure);
     for (const auto& f : c.more_figures) describe_figure(os, "also", f);

@@ -112,6 +112,8 @@ std::string parse_run_dir_args(const std::vector<std::string>& args, boost::prog
 int cmd_history(const std::vector<std::string>& args);
 int cmd_diff(const std::vector<std::string>& args);
 int cmd_undrain(const std::vector<std::string>& args);
+// `kiln ingest`: a user's own job's task log recorded as a run directory (cli_ingest.cpp).
+int cmd_ingest(const std::vector<std::string>& args);
 // Drains what RUN_DIR/report.json says to (cli_drain.cpp); prints only, without yes. The exit code.
 int run_drain(const std::filesystem::path& dir, bool yes);
 

@@ -173,6 +173,8 @@ std::vector<proto::TestSpec> parse_plan(const RunConfig& c) {
   for (const auto& key : keys) {
     const auto* spec = find_check(key);
     if (!spec) throw std::invalid_argument("--tests: unknown check '" + key.substr(0, 64) + "' (kiln catalog lists them)");
+    if (spec->ingested)
+      throw std::invalid_argument("--tests: " + key + " is not run by kiln-worker (jobs/kiln-user-job.sh and kiln ingest record it)");
     try {
       plan.push_back({key, validate_params(*spec, params.value(key, nlohmann::json::object()))});
     } catch (const std::invalid_argument& e) {

@@ -39,6 +39,7 @@ commands:
   history    a node's (or a link's) recorded runs and figures; history import RUN_DIR records one
   diff       two runs' figures side by side, with their ratios and the findings only one has
   job        job render: write a batch script that runs a whole campaign by itself (sbatch it)
+  ingest     record a user's own job (jobs/kiln-user-job.sh, KILN_METRIC lines) as a run directory
   simulate   run the localization planner against a model cluster
   catalog    print the findings catalog (code, severity, meaning, next step)
   spec       check a spec file: what each class of node should have and do (docs/spec.md)
@@ -260,6 +261,7 @@ int main(int argc, char** argv) {
   if (cmd == "diff") return cli::cmd_diff(rest);
   if (cmd == "job") return cli::cmd_job(rest);
   if (cmd == "undrain") return cli::cmd_undrain(rest);
+  if (cmd == "ingest") return cli::cmd_ingest(rest);
   if (cmd == "simulate") return cmd_simulate(rest);
   if (cmd == "catalog") return cmd_catalog(rest);
   if (cmd == "spec") return cmd_spec(rest);

@@ -257,6 +257,12 @@ void RankCounts::add(const Result& r) {
   ++by_status[to_string(r.status)];
   // The headline: a sweep's declared figure at the largest size the rank measured.
   const auto* spec = find_check(r.test);
+  if (spec && spec->ingested && spec->figure && r.metric == spec->figure->metric && headline.empty()) {
+    char h[160];  // a user's job has no sizes: its throughput is the headline
+    std::snprintf(h, sizeof h, "%.64s %.32s %.2f %.16s", r.test.c_str(), r.metric.c_str(), r.value, r.unit.c_str());
+    headline = printable(h, 120);
+    return;
+  }
   if (!spec || !spec->figure || !spec->figure->per_size || r.metric != spec->figure->metric || !r.size_bytes ||
       *r.size_bytes <= headline_size)
     return;

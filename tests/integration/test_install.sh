@@ -9,6 +9,7 @@ PREFIX="$TMP/prefix"
 cmake --install "$BUILD" --prefix "$PREFIX" > "$TMP/install.log" 2>&1 || { bad "cmake --install failed"; cat "$TMP/install.log"; finish; }
 missing=""
 for f in bin/kiln bin/kiln-worker share/kiln/jobs/burnin.sbatch.in share/kiln/jobs/health.sbatch.in \
+         share/kiln/jobs/kiln-user-job.sh share/kiln/jobs/fsdp_example.py \
          share/kiln/profiles/hgx-h200-8gpu.toml share/kiln/schemas/report.schema.json \
          share/kiln/schemas/result.schema.json share/doc/kiln/README.md share/doc/kiln/operator-guide.md; do
   [ -e "$PREFIX/$f" ] || missing+=" $f"

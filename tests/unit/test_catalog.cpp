@@ -83,7 +83,8 @@ TEST_CASE("every code string in the product source is in the catalog", "[catalog
 
 TEST_CASE("the worker registers exactly the declared checks, with the declared scope", "[catalog]") {
   std::set<std::string> declared, registered;
-  for (const auto& c : check_catalog()) declared.insert(c.key);
+  for (const auto& c : check_catalog())
+    if (!c.ingested) declared.insert(c.key);  // model.user_job comes from kiln ingest
   for (const auto& k : worker::Registry::instance().keys()) {
     registered.insert(k);
     auto check = worker::Registry::instance().create(k);
