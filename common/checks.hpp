@@ -60,9 +60,6 @@ struct CheckSpec {
   // Further figures the check measures, judged like its figure of merit by the fleet comparison and
   // by a spec (storage.fio: read, write and IOPS per path). Localization reads only `figure`.
   std::vector<FigureSpec> more_figures = {};
-  // Not run by kiln-worker: its records come from outside (`kiln ingest`, a user's own job), so
-  // kiln run refuses it in --tests and the worker does not register it.
-  bool ingested = false;
 
   // `figure` or one of `more_figures` by metric; nullptr when the metric is none of them.
   const FigureSpec* figure_for(std::string_view metric) const;

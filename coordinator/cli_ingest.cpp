@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "common/checks.hpp"
+#include "common/ingested.hpp"
 #include "common/protocol.hpp"
 #include "coordinator/cli.hpp"
 #include "coordinator/journal.hpp"
@@ -40,7 +41,7 @@ struct IngestArgs {
   std::vector<std::string> match;
 };
 
-// Returns the error, or ""; help set when --help was given.
+// Returns the error, or ""; help set when --help was given. Throws boost::program_options::error.
 std::string parse_ingest(const std::vector<std::string>& args, IngestArgs& a, bool& help) {
   po::options_description desc(std::string(kIngestUsage) + "\n\noptions");
   desc.add_options()("help,h", "show this help")("from", po::value(&a.from)->value_name("LOG"),
@@ -51,12 +52,7 @@ std::string parse_ingest(const std::vector<std::string>& args, IngestArgs& a, bo
       "match", po::value(&a.match)->composing(),
       "NAME:UNIT:REGEX: also take the number in the REGEX's first group as metric NAME (for a job that cannot print KILN_METRIC)");
   std::vector<std::string> words;
-  po::variables_map vm;
-  try {
-    vm = parse_with_words(args, desc, words, 1);
-  } catch (const po::error& e) {
-    return e.what();
-  }
+  const auto vm = parse_with_words(args, desc, words, 1);
   if (vm.count("help")) {
     std::cout << desc << "\nExit codes: 0 pass, 1 fail (a task did not pass), 2 bad input.\n";
     help = true;
@@ -66,7 +62,7 @@ std::string parse_ingest(const std::vector<std::string>& args, IngestArgs& a, bo
   a.dir = words[0];
   if (a.from.empty()) return "--from LOG is required";
   const auto* spec = find_check(a.test);
-  if (!spec || !spec->ingested) return "--test " + a.test.substr(0, 64) + " is not a check kiln ingest records (model.user_job)";
+  if (!spec || !ingested_check(a.test)) return "--test " + a.test.substr(0, 64) + " is not a check kiln ingest records (model.user_job)";
   if (a.ranks < 0 || a.ranks > coord::kUserJobMaxRanks) return "--ranks must be 0.." + std::to_string(coord::kUserJobMaxRanks);
   if (!(a.seconds >= 0 && a.seconds < 1e9)) return "--seconds must be a duration in seconds";
   return "";
@@ -102,7 +98,13 @@ void write_campaign(const IngestArgs& a, const coord::UserJobLog& log, int ranks
 int cmd_ingest(const std::vector<std::string>& args) {
   IngestArgs a;
   bool help = false;
-  if (auto e = parse_ingest(args, a, help); !e.empty()) return fail(e + " (see kiln ingest --help)");
+  std::string bad_args;
+  try {
+    bad_args = parse_ingest(args, a, help);
+  } catch (const po::error& e) {
+    bad_args = e.what();
+  }
+  if (!bad_args.empty()) return fail(bad_args + " (see kiln ingest --help)");
   if (help) return 0;
   coord::UserJobLog log;
   try {

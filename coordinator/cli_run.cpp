@@ -15,6 +15,7 @@
 #include "common/checks.hpp"
 #include "common/env_options.hpp"
 #include "common/hostlist.hpp"
+#include "common/ingested.hpp"
 #include "common/net.hpp"
 #include "coordinator/cli.hpp"
 #include "coordinator/expectations.hpp"
@@ -173,7 +174,7 @@ std::vector<proto::TestSpec> parse_plan(const RunConfig& c) {
   for (const auto& key : keys) {
     const auto* spec = find_check(key);
     if (!spec) throw std::invalid_argument("--tests: unknown check '" + key.substr(0, 64) + "' (kiln catalog lists them)");
-    if (spec->ingested)
+    if (ingested_check(key))
       throw std::invalid_argument("--tests: " + key + " is not run by kiln-worker (jobs/kiln-user-job.sh and kiln ingest record it)");
     try {
       plan.push_back({key, validate_params(*spec, params.value(key, nlohmann::json::object()))});

@@ -8,6 +8,7 @@
 #include "common/checks.hpp"
 #include "common/findings.hpp"
 #include "common/hostlist.hpp"
+#include "common/ingested.hpp"
 #include "common/text.hpp"
 
 namespace kiln::coord {
@@ -257,7 +258,7 @@ void RankCounts::add(const Result& r) {
   ++by_status[to_string(r.status)];
   // The headline: a sweep's declared figure at the largest size the rank measured.
   const auto* spec = find_check(r.test);
-  if (spec && spec->ingested && spec->figure && r.metric == spec->figure->metric && headline.empty()) {
+  if (spec && ingested_check(r.test) && spec->figure && r.metric == spec->figure->metric && headline.empty()) {
     char h[160];  // a user's job has no sizes: its throughput is the headline
     std::snprintf(h, sizeof h, "%.64s %.32s %.2f %.16s", r.test.c_str(), r.metric.c_str(), r.value, r.unit.c_str());
     headline = printable(h, 120);

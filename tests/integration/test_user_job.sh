@@ -96,6 +96,13 @@ rc=$?
 [ $rc -eq 0 ] && pass "--match: exit 0" || { bad "--match exit $rc"; cat "$TMP/match.err"; }
 json "$TMP/match/report.json" 'd["verdict"]' | grep -qx pass && grep -q '"value":2050' "$TMP/match/results.jsonl" &&
   pass "--match: the median of the matched numbers" || bad "--match figure"
+# kiln ingest on its own: a log of junk bytes (no task lines) from stdin, a RUN_DIR that exists.
+for _ in $(seq 2000); do printf '\000\377\tjunk\t\t%s\n' "$RANDOM"; done | "$KILN" ingest "$TMP/junk" --from - --ranks 2 \
+  > /dev/null 2>&1
+rc=$?
+[ $rc -eq 1 ] && [ "$(grep -c 'wrote nothing' "$TMP/junk/results.jsonl")" -eq 2 ] &&
+  pass "a log of junk: exit 1, both tasks 'wrote nothing'" || bad "junk log: exit $rc"
+expect_exit 2 "kiln ingest refuses a RUN_DIR that exists" -- "$KILN" ingest "$TMP/good" --from /dev/null
 expect_exit 2 "--match without a group is refused" -- "$KILN" ingest "$TMP/m2" --from /dev/null --match 'x:s:abc'
 
 # KILN_SRUN: a stand-in for srun that starts --ntasks-per-node copies of the task.
