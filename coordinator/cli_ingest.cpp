@@ -13,6 +13,7 @@
 #include "common/ingested.hpp"
 #include "common/protocol.hpp"
 #include "coordinator/cli.hpp"
+#include "coordinator/expectations.hpp"
 #include "coordinator/journal.hpp"
 #include "coordinator/store.hpp"
 #include "coordinator/user_job.hpp"
@@ -75,7 +76,9 @@ void write_campaign(const IngestArgs& a, const coord::UserJobLog& log, int ranks
                                                        {"run_id", dir.filename().string()},
                                                        {"ranks", ranks},
                                                        {"launcher", "user-job"},
-                                                       {"config", {{"tests", a.test}}}});
+                                                       {"config", {{"tests", a.test}}},
+                                                       // not judged against a spec: its figures are the user's
+                                                       {"expectations", coord::expectations_record({"none", "", "", "", a.test})}});
   coord::Journal journal(dir, 1);
   journal.note("session", {{"ts", now - a.seconds}, {"coordinator", "kiln ingest"}, {"resumed", false}});
   std::vector<int> all, done;
