@@ -406,9 +406,10 @@ std::string describe_checks(const std::vector<std::string>& only) {
   std::ostringstream os;
   for (const auto& c : check_catalog()) {
     if (!only.empty() && std::find(only.begin(), only.end(), c.key) == only.end()) continue;
-    os << "  " << c.key << "  (" << to_string(c.scope) << ", "
-       << (ingested_check(c.key) ? std::string("read by kiln ingest") : "deadline " + json(c.default_deadline_s).dump() + " s")
-       << ")\n      "
+    os << "  " << c.key << "  (" << to_string(c.scope) << ", ";
+    if (ingested_check(c.key)) os << "read by kiln ingest";
+    else os << "deadline " << c.default_deadline_s << " s";
+    os << ")\n      "
        << c.description << "\n";
     if (c.figure) describe_figure(os, "figure", *c.figure);
     for (const auto& f : c.more_figures) describe_figure(os, "also", f);

@@ -48,7 +48,7 @@ std::string parse_ingest(const std::vector<std::string>& args, IngestArgs& a, bo
   desc.add_options()("help,h", "show this help")("from", po::value(&a.from)->value_name("LOG"),
                                                  "the task log (- reads stdin)")(
       "test", po::value(&a.test)->default_value(a.test), "the check key the records are under")(
-      "ranks", po::value(&a.ranks)->default_value(0), "tasks the job started (SLURM_NTASKS); a task that wrote nothing is an error")(
+      "ranks", po::value(&a.ranks)->default_value(0), "tasks the job started (nodes x tasks per node); a task that wrote nothing is an error")(
       "seconds", po::value(&a.seconds)->default_value(0), "how long the job ran")(
       "match", po::value(&a.match)->composing(),
       "NAME:UNIT:REGEX: also take the number in the REGEX's first group as metric NAME (for a job that cannot print KILN_METRIC)");

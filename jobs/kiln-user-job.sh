@@ -19,7 +19,7 @@
 set -uo pipefail
 
 usage() {
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+  awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
   echo "usage: kiln-user-job.sh [--out RUN_DIR] [--launcher srun|local:N] [--match NAME:UNIT:REGEX]... [--] COMMAND [ARGS...]"
 }
 
