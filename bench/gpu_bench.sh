@@ -5,14 +5,20 @@
 #   bench/gpu_bench.sh --prepare      on the development machine: build kiln-worker and the
 #                                     references, copy them and the shared libraries the GPU
 #                                     machine lacks into .carry/gpu (ignored; pass it as `carry`)
-#   bench/gpu_bench.sh [--quick]      on the GPU machine: run and print the table
+#   bench/gpu_bench.sh [--quick] [--telemetry]
+#                                     on the GPU machine: run and print the table; --telemetry (or
+#                                     KILN_BENCH_TELEMETRY=1) adds a 60 s gpu.burn campaign through
+#                                     kiln run (needs .carry/gpu/bin/kiln and mpirun) whose node
+#                                     telemetry is summarised in the table; its report.html is kept
 #
 # Environment: KILN_BENCH_OUT (default $OUT or ./runs/gpu-bench) receives results.jsonl, the
 # references' output and the log; KILN_WORKER overrides the worker binary.
 # Runs, in order: gpu.health (clean); the node health check (clean, then a bit flip) and the stack
 # and DCGM checks; GEMM ratio (ref, burn, ref); 60 s sustained burn (clean);
 # drills (bit flip, slowed GPU, hidden GPU); memtest and its references; copy_bw and
-# cudaMemcpyPeer; model.fsdp_step beside PyTorch FSDP (bench/fsdp_compare.sh). Never changes clocks, power limits, persistence, MIG or compute mode.
+# cudaMemcpyPeer; model.fsdp_step beside PyTorch FSDP (bench/fsdp_compare.sh); with --telemetry, a
+# 60 s gpu.burn campaign with 1 Hz node telemetry. The standalone runs' telemetry lines go to
+# telemetry-standalone.jsonl, not results.jsonl. Never changes clocks, power limits, persistence, MIG or compute mode.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -23,19 +29,28 @@ if [[ ${1:-} == --prepare ]]; then
   set -e
   BUILD=${KILN_GPU_BUILD:-$ROOT/build-gpu}
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  ninja -C "$BUILD" -j2 kiln-worker
+  ninja -C "$BUILD" -j2 kiln-worker kiln
   mkdir -p "$CARRY/bin" "$CARRY/lib"
-  cp "$BUILD/bin/kiln-worker" "$CARRY/bin/"
+  cp "$BUILD/bin/kiln-worker" "$BUILD/bin/kiln" "$CARRY/bin/"
   "$CUDA/bin/nvcc" -O3 -std=c++17 -arch=sm_90 -o "$CARRY/bin/ref_gemm" bench/ref_gemm.cu -lcublas
   "$CUDA/bin/nvcc" -O3 -std=c++17 -arch=sm_90 -o "$CARRY/bin/gpu_ref_copy" bench/gpu_ref_copy.cu
   # Libraries the GPU machine does not have (GPU.md: no Boost, spdlog, fmt).
-  for lib in $(ldd "$CARRY/bin/kiln-worker" | awk '/boost|spdlog|fmt/ {print $3}'); do cp -L "$lib" "$CARRY/lib/"; done
+  for lib in $(ldd "$CARRY/bin/kiln-worker" "$CARRY/bin/kiln" | awk '/boost|spdlog|fmt|sqlite/ {print $3}' | sort -u); do
+    cp -L "$lib" "$CARRY/lib/"
+  done
   du -sh "$CARRY"
   exit 0
 fi
 
 QUICK=0
-[[ ${1:-} == --quick ]] && QUICK=1
+TELEMETRY=${KILN_BENCH_TELEMETRY:-0}
+for a in "$@"; do
+  case $a in
+    --quick) QUICK=1 ;;
+    --telemetry) TELEMETRY=1 ;;
+    *) echo "unknown argument $a (see the header of bench/gpu_bench.sh)" >&2; exit 2 ;;
+  esac
+done
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
 export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:$CUDA/targets/x86_64-linux/lib:$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -82,10 +97,13 @@ worker() {
   env "${envs[@]}" "$WORKER" --standalone "$@" 2>>"$LOG" |
     python3 -c 'import sys,json
 lab=sys.argv[1]
+tel=open(3,"w")
 for l in sys.stdin:
     l=l.strip()
     if not l.startswith("{"): print(l,file=sys.stderr); continue
-    d=json.loads(l); d["bench"]=lab; print(json.dumps(d))' "$label" >>"$RES"
+    d=json.loads(l); d["bench"]=lab
+    out=tel if d.get("record")=="telemetry" else sys.stdout
+    print(json.dumps(d),file=out)' "$label" >>"$RES" 3>>"$OUTDIR/telemetry-standalone.jsonl"
   echo "   $label: $((SECONDS - t0)) s" | tee -a "$LOG"
 }
 ref() {
@@ -163,4 +181,18 @@ for path, lab, out in ((sys.argv[1], "fsdp", sys.argv[3]), (sys.argv[2], "fsdp_r
 
 worker health.after -- --tests gpu.health --params "{$SPEC2}" --deadline 60
 
+# 7. Optional: a 60 s burn as a campaign, with the node's 1 Hz telemetry plotted in report.html.
+TEL_LINE=""
+if ((TELEMETRY)); then
+  KILN_BIN=${KILN_CLI:-$CARRY/bin/kiln}
+  TDIR=$OUTDIR/telemetry-campaign
+  t0=$SECONDS
+  KILN_HISTORY=off KILN_TELEMETRY_INTERVAL=1 "$KILN_BIN" run --launcher local --ranks 1 --worker "$WORKER" \
+    --out "$TDIR" --tests gpu.burn --params "{\"gpu.burn\":{$BURN_P,\"duration_s\":60}}" --quiet >>"$LOG" 2>&1
+  echo "   telemetry campaign: exit $?, $((SECONDS - t0)) s" | tee -a "$LOG"
+  [[ -s $TDIR/report.html ]] && cp "$TDIR/report.html" "$OUTDIR/telemetry-report.html"
+  TEL_LINE=$(python3 bench/telemetry_summary.py "$TDIR/results.jsonl" gpu.burn 2>&1)
+fi
+
 python3 bench/gpu_bench_table.py "$RES" "$REF" | tee "$OUTDIR/table.txt"
+[[ -n $TEL_LINE ]] && echo "$TEL_LINE" | tee -a "$OUTDIR/table.txt"

@@ -126,12 +126,14 @@ std::vector<std::string> LocalLauncher::mpirun_argv(const LaunchRequest& req) {
     argv.push_back("-x");
     argv.push_back(v);
   }
-  // What the operator set for the ranks' libraries, NCCL and CUDA goes to every rank too (mpirun
-  // only guarantees the environment to ranks it starts on its own host).
+  // What the operator set for the ranks' libraries, NCCL and CUDA, and the workers' telemetry
+  // interval, goes to every rank too (mpirun only guarantees the environment to ranks it starts on
+  // its own host).
   for (char** e = environ; e && *e; ++e) {
     const std::string_view kv(*e);
     const std::string_view name = kv.substr(0, kv.find('='));
-    if (name == "LD_LIBRARY_PATH" || name.starts_with("NCCL_") || name.starts_with("CUDA_")) {
+    if (name == "LD_LIBRARY_PATH" || name == "KILN_TELEMETRY_INTERVAL" || name.starts_with("NCCL_") ||
+        name.starts_with("CUDA_")) {
       argv.push_back("-x");
       argv.push_back(std::string(name));
     }

@@ -291,6 +291,7 @@ std::string render_html(const Report& r, const HtmlFigures& f) {
   bars(os, f);
   heatmap(os, f);
   timeline(os, r);
+  telemetry_section(os, f.telemetry);
   checks(os, r);
   os << "</body></html>\n";
   return os.str();

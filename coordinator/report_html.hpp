@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,9 +29,40 @@ struct PairFigure {
   double value = 0;
 };
 
+// Node telemetry over the run (results with metric "telemetry" and "telemetry_summary", from
+// worker/telemetry.cpp), for the plots of
+// report_html_telemetry.cpp. Bounded whatever the run's length: each series keeps at most
+// kTelemetryPoints points (neighbours are averaged as it grows), a node at most kTelemetryChecks
+// check spans, the page at most kTelemetryNodes nodes.
+inline constexpr std::size_t kTelemetryPoints = 512;
+inline constexpr std::size_t kTelemetryChecks = 256;
+inline constexpr std::size_t kTelemetryNodes = 64;
+struct TelemetrySeries {
+  std::vector<std::pair<double, double>> points;  // (unix time, value)
+  int merged = 1;                                 // samples averaged into each point
+  std::vector<std::pair<double, double>> pending; // samples not yet folded into a point
+  void add(double ts, double v);
+};
+struct CheckSpan {
+  std::string test;
+  double start = 0, end = 0;  // unix time
+};
+struct NodeTelemetry {
+  std::map<std::string, TelemetrySeries> series;  // "cpu_pct", "mem_used_pct", "gpu3.power_w", ...
+  std::vector<CheckSpan> checks;
+  std::size_t samples = 0;
+};
+struct TelemetryFigures {
+  std::map<std::string, NodeTelemetry> nodes;  // by host
+  std::size_t nodes_left_out = 0;
+  // Takes one result line of results.jsonl if it is telemetry (true), a malformed one skipped.
+  bool add(const nlohmann::json& line);
+};
+
 struct HtmlFigures {
   std::vector<BarFigure> bars;
   std::vector<PairFigure> pairs;
+  TelemetryFigures telemetry;
 };
 
 // Collects the page's figures from results, one at a time (results.jsonl is streamed, not held).
@@ -70,6 +102,9 @@ std::string render_html(const Report& r, const HtmlFigures& f);
 // convenience, and failing to write it never changes a campaign's outcome.
 std::string write_report_html(const std::filesystem::path& out, const Report& r,
                               const std::filesystem::path& results_jsonl);
+
+// The section plotting TelemetryFigures: per node, host and GPU series over time, checks marked.
+void telemetry_section(std::ostringstream& os, const TelemetryFigures& t);
 
 // The stylesheet embedded in every page (report_html_style.cpp).
 std::string_view report_html_css();

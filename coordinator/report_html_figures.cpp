@@ -113,17 +113,21 @@ HtmlFigures FigureCollector::take() {
 
 HtmlFigures collect_figures(const Report& r, const std::filesystem::path& results_jsonl) {
   FigureCollector c(r);
+  TelemetryFigures telemetry;
   std::ifstream in(results_jsonl);
   std::string line;
   while (std::getline(in, line)) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_object() || (j.contains("record") && j.at("record") != "result")) continue;
+    if (telemetry.add(j)) continue;
     try {
       c.add(j.get<Result>());
     } catch (const std::exception&) {  // an unreadable line: the report already counts it
     }
   }
-  return c.take();
+  auto figures = c.take();
+  figures.telemetry = std::move(telemetry);
+  return figures;
 }
 
 }  // namespace kiln::coord

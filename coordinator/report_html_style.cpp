@@ -36,6 +36,11 @@ table.heatmap td.empty { background: #f0f0f0; }
 .phase-plan .span { background: #2f81f7; } .phase-localize .span { background: #bf8700; }
 .round .label { padding-left: 8px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .st-pass { color: #1a7f37; } .st-fail, .st-error, .st-timeout { color: #cf222e; font-weight: bold; } .st-skip { color: #57606a; }
+.telemetry-node { margin: .6em 0 1em; } .telemetry-node h3 { margin: .3em 0; font-size: 14px; }
+svg.telemetry-plot { display: block; background: #fff; border: 1px solid #d0d7de; margin: 2px 0; }
+svg.telemetry-plot text { font: 10px ui-monospace, monospace; fill: #57606a; }
+svg.telemetry-plot line.check { stroke: #8c959f; stroke-dasharray: 3 3; }
+svg.telemetry-plot polyline { fill: none; stroke-width: 1.5; }
 )css";
 }
 

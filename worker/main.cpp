@@ -42,6 +42,7 @@ struct Config {
   std::string params;
   double deadline = 120;
   double watchdog = 10;
+  double telemetry_interval = 1;
   std::string node_relay = "on";
   bool health_check = false;
   health::Options health;
@@ -125,6 +126,7 @@ int run_standalone(const Config& c, const NodeInfo& node, const Faults& faults) 
     const Status s = std::visit([](const auto& v) { return v.status; }, r);
     if (s == Status::Fail || s == Status::Error || s == Status::Timeout) worst = 1;
   });
+  runner.telemetry(c.telemetry_interval);
   runner.run_round(round);
   return worst;
 }
@@ -233,6 +235,7 @@ int run_connected(const Config& c, NodeInfo node, const Faults& faults) {
   if (c.watchdog > 0) watchdog.emplace(link, c.watchdog, rank);
   Runner runner(node, faults, [&](const Record& r) { link.send_record(r); }, &progress);
   runner.mpi_ranks(names);
+  runner.telemetry(c.telemetry_interval);
   const bool debug = std::getenv("KILN_DEBUG") != nullptr;
   bool restart = false;  // the coordinator will launch the workers again
   for (;;) {
@@ -300,6 +303,10 @@ int main(int argc, char** argv) {
       ("watchdog", po::value(&c.watchdog)->default_value(c.watchdog),
        "leave (exit 3) when the coordinator's connection is closed or silent for this many seconds, even "
        "mid-check; 0 turns it off")
+      ("telemetry-interval", po::value(&c.telemetry_interval)->default_value(c.telemetry_interval),
+       "seconds between the node's telemetry readings during every check (CPU, memory, IB ports, and per GPU "
+       "power, clocks, temperature, throttle reasons, ECC, PCIe and NVLink throughput; docs/telemetry.md); "
+       "read by the node's lowest local rank, streamed as \"telemetry\" records; 0 turns it off")
       ("node-relay", po::value(&c.node_relay)->default_value(c.node_relay),
        "on: one connection per node; the node's local rank 0 connects for all of the node's ranks and "
        "relays for the others over a unix-domain socket (env KILN_NODE_RELAY); off: one connection per rank")
@@ -337,11 +344,16 @@ int main(int argc, char** argv) {
   }
   for (auto [name, v, zero_ok] : {std::tuple{"--connect-timeout", c.connect_timeout, false},
                                   std::tuple{"--deadline", c.deadline, false}, std::tuple{"--watchdog", c.watchdog, true},
+                                  std::tuple{"--telemetry-interval", c.telemetry_interval, true},
                                   std::tuple{"--budget", c.health.budget_s, false}})
     if (!std::isfinite(v) || v < 0 || (v == 0 && !zero_ok) || v > 7 * 86400.0) {
       std::fprintf(stderr, "kiln-worker: error: %s must be a number of seconds up to 604800\n", name);
       return 2;
     }
+  if (c.telemetry_interval > 0 && c.telemetry_interval < 0.1) {
+    std::fprintf(stderr, "kiln-worker: error: --telemetry-interval must be 0 (off) or at least 0.1 s\n");
+    return 2;
+  }
   if (c.node_relay != "on" && c.node_relay != "off") {
     std::fprintf(stderr, "kiln-worker: error: --node-relay must be on or off\n");
     return 2;

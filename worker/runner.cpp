@@ -113,7 +113,14 @@ void Runner::mpi_ranks(const std::vector<int>& campaign_of_mpi) {
   if (same) mpi_of_.clear();
 }
 
+// The node's telemetry covers every check it is asked for, whether this rank runs it or sits it out.
 void Runner::run_test(const proto::Round& round, std::size_t index) {
+  if (sampler_) sampler_->begin(round.tests[index].key, round.id);
+  run_check(round, index);
+  if (sampler_) sampler_->end();
+}
+
+void Runner::run_check(const proto::Round& round, std::size_t index) {
   const auto& spec = round.tests[index];
   auto test = Registry::instance().create(spec.key);
   auto status_result = [&](Status s, const std::string& reason, double seconds, int group) {

@@ -27,7 +27,9 @@ for t in tests:
     for r in st:
         assert r["status"] == "skip", f"{t} rank {r['rank']}: {r['status']}"
         assert r.get("reason"), f"{t} rank {r['rank']}: SKIP without a reason"
-    assert not [r for r in rows if r["test"] == t and r["status"] == "pass"], f"{t}: a PASS without hardware"
+    # The node's telemetry taken while the check was tried (docs/telemetry.md) is no verdict on it.
+    verdicts = [r for r in rows if r["test"] == t and not r.get("metric", "").startswith("telemetry")]
+    assert not [r for r in verdicts if r["status"] == "pass"], f"{t}: a PASS without hardware"
 rep = json.load(open(out + "/report.json"))
 assert rep["verdict"] == "pass" and rep["findings"] == []
 assert rep["expectations"]["source"] == "none", rep["expectations"]

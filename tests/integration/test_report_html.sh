@@ -5,12 +5,9 @@
 # pairs, no element from the run's strings and no http(s) reference. A screenshot is kept.
 source "$(dirname "$0")/lib.sh"
 : "${KILN_SRC:?KILN_SRC must point at the source tree}"
-CHROME=$(command -v chromium || command -v chromium-browser || true)
-[ -n "$CHROME" ] || { echo "SKIP: chromium not installed (scripts/install-deps.sh installs it)"; exit 77; }
+source "$(dirname "$0")/html_lib.sh"
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not found"; exit 77; }
 ARTIFACTS="${KILN_ARTIFACTS:-$KILN_BIN/../artifacts}"
-
-chrome() { timeout 90 "$CHROME" --headless --no-sandbox --disable-gpu --user-data-dir="$TMP/chrome" "$@" 2>/dev/null; }
 
 # check_dom HTML DOM: rows against report.json, nothing fetched from the network.
 check_dom() {

@@ -31,6 +31,40 @@ constexpr unsigned long long kEventXidCritical = 0x8;
 
 using Set = void*;
 
+// nvmlFieldValue_t (nvml.h): value is a union read by valueType.
+struct FieldValue {
+  unsigned field_id;
+  unsigned scope_id;
+  long long timestamp;
+  long long latency_us;
+  int value_type;  // 0 double, 1 uint, 2 ulong, 3 ulonglong, 4 signed long long, 5 int, 6 ushort
+  int ret;
+  union {
+    double d;
+    unsigned u;
+    unsigned long ul;
+    unsigned long long ull;
+    long long sll;
+    int i;
+    unsigned short us;
+  } value;
+};
+constexpr unsigned kFieldNvlinkDataTx = 138;
+constexpr unsigned kFieldNvlinkDataRx = 139;
+constexpr unsigned kScopeAllLinks = 0xFFFFFFFFu;
+
+std::uint64_t field_u64(const FieldValue& f) {
+  switch (f.value_type) {
+    case 0: return f.value.d > 0 ? static_cast<std::uint64_t>(f.value.d) : 0;
+    case 1: return f.value.u;
+    case 2: return f.value.ul;
+    case 3: return f.value.ull;
+    case 4: return f.value.sll > 0 ? static_cast<std::uint64_t>(f.value.sll) : 0;
+    case 5: return f.value.i > 0 ? static_cast<std::uint64_t>(f.value.i) : 0;
+    default: return f.value.us;
+  }
+}
+
 }  // namespace
 
 // Function pointers, resolved once at open(); an absent optional symbol stays null.
@@ -68,6 +102,8 @@ struct Lib::Fns {
   int (*mig)(Device, unsigned*, unsigned*) = nullptr;
   int (*memory)(Device, Memory*) = nullptr;
   int (*nvlink_state)(Device, unsigned, int*) = nullptr;
+  int (*pcie_throughput)(Device, int, unsigned*) = nullptr;
+  int (*field_values)(Device, int, FieldValue*) = nullptr;
   int (*set_create)(Set*) = nullptr;
   int (*register_events)(Device, unsigned long long, Set) = nullptr;
   int (*set_wait)(Set, EventData*, unsigned) = nullptr;
@@ -129,6 +165,8 @@ std::shared_ptr<Lib> Lib::open(std::string* why) {
   bind(dl, f.mig, "nvmlDeviceGetMigMode");
   bind(dl, f.memory, "nvmlDeviceGetMemoryInfo");
   bind(dl, f.nvlink_state, "nvmlDeviceGetNvLinkState");
+  bind(dl, f.pcie_throughput, "nvmlDeviceGetPcieThroughput");
+  bind(dl, f.field_values, "nvmlDeviceGetFieldValues");
   bind(dl, f.set_create, "nvmlEventSetCreate");
   bind(dl, f.register_events, "nvmlDeviceRegisterEvents");
   bind(dl, f.set_wait, "nvmlEventSetWait_v2");
@@ -327,6 +365,23 @@ int Lib::nvlink_state(Device d, unsigned link, bool* active) const {
   int on = 0;  // nvmlEnableState_t: 0 disabled, 1 enabled
   const int rc = KILN_NVML_CALL(nvlink_state, d, link, &on);
   *active = rc == kSuccess && on == 1;
+  return rc;
+}
+
+int Lib::pcie_throughput_kbps(Device d, int direction, unsigned* out) const {
+  return KILN_NVML_CALL(pcie_throughput, d, direction, out);
+}
+
+int Lib::nvlink_data_kib(Device d, std::uint64_t* tx, std::uint64_t* rx) const {
+  FieldValue v[2] = {};
+  v[0].field_id = kFieldNvlinkDataTx;
+  v[1].field_id = kFieldNvlinkDataRx;
+  v[0].scope_id = v[1].scope_id = kScopeAllLinks;
+  int rc = KILN_NVML_CALL(field_values, d, 2, v);
+  if (rc == kSuccess) rc = v[0].ret != kSuccess ? v[0].ret : v[1].ret;
+  if (rc != kSuccess) return rc;
+  *tx = field_u64(v[0]);
+  *rx = field_u64(v[1]);
   return rc;
 }
 

@@ -73,6 +73,11 @@ class Lib {
   int persistence(Device d, bool* on) const;
   int mig_mode(Device d, bool* current, bool* pending) const;
   int memory(Device d, std::uint64_t* total, std::uint64_t* used) const;
+  // PCIe throughput over NVML's last 20 ms, KB/s (nvmlDeviceGetPcieThroughput); direction 0 tx, 1 rx.
+  int pcie_throughput_kbps(Device d, int direction, unsigned* out) const;
+  // NVLink data sent and received over all links since the driver loaded, KiB (field values 138,
+  // 139: NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX, GPU-wide). A rate needs two readings.
+  int nvlink_data_kib(Device d, std::uint64_t* tx, std::uint64_t* rx) const;
   // Whether NVLink `link` of the GPU is up (nvmlDeviceGetNvLinkState).
   int nvlink_state(Device d, unsigned link, bool* active) const;
 
