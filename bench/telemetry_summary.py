@@ -21,9 +21,13 @@ try:
                 d = json.loads(line)
             except ValueError:
                 continue
-            if d.get("record") != "telemetry" or (test and d.get("test") != test):
+            # A reading is a result of the running check with metric "telemetry" (value: seconds
+            # into the check, figures in extra); the check's summary has metric "telemetry_summary".
+            if d.get("metric") not in ("telemetry", "telemetry_summary") or (test and d.get("test") != test):
                 continue
-            (summaries if d.get("summary") else samples).append(d)
+            x = d.get("extra") or {}
+            row = {"t_s": d.get("value", 0.0), "ts": d.get("ts", 0.0), "node": x.get("node") or {}, "gpus": x.get("gpus") or []}
+            (summaries if d["metric"] == "telemetry_summary" else samples).append(row)
 except OSError as e:
     print(f"telemetry: no results ({e})")
     sys.exit(1)
@@ -31,7 +35,7 @@ if not samples:
     print(f"telemetry: no samples for {test or 'any check'} in {path}")
     sys.exit(1)
 
-span = max(s["t_s"] for s in samples) - min(s["t_s"] for s in samples)
+span = max(s["ts"] for s in samples) - min(s["ts"] for s in samples)
 rate = (len(samples) - 1) / span if span > 0 else 0.0
 cpu = [s["node"]["cpu_pct"] for s in samples if "cpu_pct" in s["node"]]
 ngpu = max(len(s["gpus"]) for s in samples)
