@@ -109,6 +109,7 @@ int Planner::Impl::link_pair_votes(const LinkData& l) const {
 void Planner::Impl::reevaluate_nodes(std::int64_t round) {
   mark_intermittent(round);
   mark_hot_nodes(round);
+  const int votes = node_votes_needed();
   // Whether a partner counts as known-good depends on the other verdicts, so settle them together;
   // a verdict whose partners later turn out bad is withdrawn.
   for (int pass = 0; pass < 4; ++pass) {
@@ -119,7 +120,7 @@ void Planner::Impl::reevaluate_nodes(std::int64_t round) {
       const int distinct = static_cast<int>(voting_partners(u).size());
       // A node seen fast before needs one vote more: a watched node gets extra pair tests, and two
       // slow ones of them are within what stragglers do.
-      const bool bad = distinct >= cfg.votes + (d.fast > 0 ? 1 : 0) && distinct > d.fast;
+      const bool bad = distinct >= votes + (d.fast > 0 ? 1 : 0) && distinct > d.fast;
       if (bad == d.bad) continue;
       changed = true;
       d.bad = bad;

@@ -7,7 +7,7 @@
 //   edge suspicions   confirmed by k slow re-readings, k = max(3, ceil(log(alpha/opened)/log q)),
 //                     q = p_hi / (p_hi + p_lo) from clean edge readings
 //   pair-test votes   as many votes as noise (p_pair, slow pair tests between known-good nodes)
-//                     cannot give any of the link candidates
+//                     cannot give any of the link candidates, nor any of the suspect nodes
 //   intermittent      a node's slow pair tests beyond a binomial tail at p_pair over the nodes tested
 //   hot node          far more slow edge readings than the base rate predicts: node evidence (a mildly
 //                     slow node whose row median stays below the row cutoff), its suspicions dropped
@@ -78,7 +78,15 @@ int Planner::Impl::edge_readings_needed() const {
 }
 
 int Planner::Impl::link_votes_needed() const {
-  return noise::repeats_needed(pair_slow_rate(), static_cast<double>(links.size()), cfg.votes);
+  return noise::votes_needed(pair_slow_rate(), static_cast<double>(links.size()), cfg.votes);
+}
+
+// Every node slow in a pair test is put to the node rule; at 16,384 nodes the screen makes a hundred
+// or more such suspects from stragglers alone, and two slow retests of one of them are then likely.
+int Planner::Impl::node_votes_needed() const {
+  if (exact.active) return cfg.votes;
+  const auto suspects = std::count_if(nodes.begin(), nodes.end(), [](const NodeData& d) { return !d.slow_pairs.empty(); });
+  return noise::votes_needed(pair_slow_rate(), static_cast<double>(suspects), cfg.votes);
 }
 
 // Unknown base rate (too few pair tests): the fixed rule alone decides.
@@ -130,7 +138,8 @@ bool Planner::Impl::noise_single(const LinkData& l) const {
 
 nlohmann::json Planner::Impl::noise_story() const {
   nlohmann::json j = {{"edge_readings", noise.readings}, {"suspicions_opened", noise.opened},
-                      {"edge_readings_needed", edge_readings_needed()}, {"link_votes_needed", link_votes_needed()}};
+                      {"edge_readings_needed", edge_readings_needed()}, {"link_votes_needed", link_votes_needed()},
+                      {"node_votes_needed", node_votes_needed()}};
   if (const double p = edge_slow_rate(); p >= 0.0)
     j["edge_slow_rate"] = p, j["edge_fast_rate"] = edge_fast_rate(),
     j["summary"] = "edge readings slow by noise: " + percent(p);

@@ -12,6 +12,14 @@ int repeats_needed(double q, double tests, int floor, double alpha) {
   return std::max(floor, static_cast<int>(std::min(k, 64.0)));
 }
 
+int votes_needed(double p, double tests, int floor, double alpha) {
+  constexpr int kMaxVotes = 16;
+  if (!(p > 0.0 && p < 0.5) || tests < 1.0) return floor;
+  int k = std::max(1, floor);
+  while (k < kMaxVotes && tests * binomial_tail(k, 2 * k - 1, p) > alpha) ++k;
+  return k;
+}
+
 // Sums the upper tail's terms in log space from k up, until they no longer add anything.
 double binomial_tail(int k, int trials, double p) {
   if (k <= 0) return 1.0;

@@ -13,6 +13,13 @@ constexpr double kAlpha = 0.01;
 // than floor. q outside (0, 1) or no tests: floor.
 int repeats_needed(double q, double tests, int floor, double alpha = kAlpha);
 
+// Votes (slow results) that a suspicion must gather, never fewer than floor, so that noise gives any
+// of `tests` suspicions that many with probability at most alpha overall, when a noisy test is slow
+// with probability p. The rules confirm on k votes that outnumber the fast results, so k votes can
+// come from as many as 2k-1 tests: the chance per suspicion is P(Binomial(2k-1, p) >= k), not p^k.
+// More suspicions (a larger cluster screens more nodes) ask more votes. p outside (0, 0.5): floor.
+int votes_needed(double p, double tests, int floor, double alpha = kAlpha);
+
 // P(X >= k) for X ~ Binomial(trials, p).
 double binomial_tail(int k, int trials, double p);
 

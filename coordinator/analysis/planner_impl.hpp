@@ -328,6 +328,7 @@ struct Planner::Impl : Setup, Evidence {
   double pair_slow_rate() const;           // p_pair: pair tests between known-good nodes slow; -1 too few
   int edge_readings_needed() const;        // slow re-readings that confirm an edge suspicion
   int link_votes_needed() const;           // pair-test votes that confirm a link candidate
+  int node_votes_needed() const;           // distinct known-good partners that make a node slow
   bool significant_intermittent(const PairRecord& r, int tested) const;
   // A node's slow pair tests beyond what noise does at this level (true while the rate is unknown).
   bool beyond_noise(const PairRecord& r, double level) const;
