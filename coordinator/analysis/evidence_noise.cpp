@@ -86,7 +86,9 @@ int Planner::Impl::link_votes_needed() const {
 int Planner::Impl::node_votes_needed() const {
   if (exact.active) return cfg.votes;
   const auto suspects = std::count_if(nodes.begin(), nodes.end(), [](const NodeData& d) { return !d.slow_pairs.empty(); });
-  return noise::votes_needed(pair_slow_rate(), static_cast<double>(suspects), cfg.votes);
+  // At most one vote more than configured: under a congested uplink most cross-leaf pair tests are
+  // slow, which is no noise rate, and the switch verdicts need the node verdicts it makes.
+  return std::min(cfg.votes + 1, noise::votes_needed(pair_slow_rate(), static_cast<double>(suspects), cfg.votes));
 }
 
 // Unknown base rate (too few pair tests): the fixed rule alone decides.

@@ -13,8 +13,9 @@ int repeats_needed(double q, double tests, int floor, double alpha) {
 }
 
 int votes_needed(double p, double tests, int floor, double alpha) {
-  constexpr int kMaxVotes = 16;
-  if (!(p > 0.0 && p < 0.5) || tests < 1.0) return floor;
+  constexpr int kMaxVotes = 64;  // as repeats_needed: in effect, no number of votes will do
+  if (!(p > 0.0) || tests < 1.0) return floor;
+  if (p >= 0.5) return std::max(floor, kMaxVotes);  // k votes of 2k-1 tests is then no rarer than not
   int k = std::max(1, floor);
   while (k < kMaxVotes && tests * binomial_tail(k, 2 * k - 1, p) > alpha) ++k;
   return k;

@@ -17,7 +17,8 @@ int repeats_needed(double q, double tests, int floor, double alpha = kAlpha);
 // of `tests` suspicions that many with probability at most alpha overall, when a noisy test is slow
 // with probability p. The rules confirm on k votes that outnumber the fast results, so k votes can
 // come from as many as 2k-1 tests: the chance per suspicion is P(Binomial(2k-1, p) >= k), not p^k.
-// More suspicions (a larger cluster screens more nodes) ask more votes. p outside (0, 0.5): floor.
+// More suspicions (a larger cluster screens more nodes) ask more votes. p unknown (<= 0) or nothing
+// to judge: floor; p >= 0.5 (half the pair tests slow, as under congestion): 64, no vote will do.
 int votes_needed(double p, double tests, int floor, double alpha = kAlpha);
 
 // P(X >= k) for X ~ Binomial(trials, p).
