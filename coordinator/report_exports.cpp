@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/telemetry_metrics.hpp"
 #include "coordinator/store.hpp"
 
 namespace kiln::coord {
@@ -29,8 +30,10 @@ ExportRecords read_export_records(const fs::path& dir, const Report& r) {
     }
     if (auto* e = std::get_if<CheckEnd>(&rec)) {
       if (rounds.count(e->round_id)) out.ends.push_back(std::move(*e));
-    } else {
-      out.results.push_back(std::move(std::get<Result>(rec)));
+    } else if (auto& res = std::get<Result>(rec); !is_telemetry_metric(res.metric)) {
+      // Telemetry readings are no figures, and at 1 Hz per node would hold a long campaign's
+      // whole file in memory here: report.html plots them.
+      out.results.push_back(std::move(res));
     }
   }
   return out;

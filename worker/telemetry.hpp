@@ -9,6 +9,8 @@
 // thread between checks. The emit function must be safe to call from both (the Runner's is).
 #pragma once
 
+#include "common/telemetry_metrics.hpp"
+
 #include <array>
 #include <condition_variable>
 #include <cstdint>
@@ -47,8 +49,8 @@ struct Summary {
 };
 Summary summarize(const std::vector<Sample>& samples);
 
-inline constexpr const char* kSampleMetric = "telemetry";
-inline constexpr const char* kSummaryMetric = "telemetry_summary";
+inline constexpr const char* kSampleMetric = kiln::kTelemetryMetric;
+inline constexpr const char* kSummaryMetric = kiln::kTelemetrySummaryMetric;
 
 // As results: value is the sample's t_s (unit s), or the summary's sample count; the fields go in
 // extra ({"node": {...}, "gpus": [{...}, ...]}, plus "t_s", the check's length, in a summary),

@@ -2,7 +2,11 @@
 // come from the workers, so each writer is fed hostile ones (spaces, commas, quotes, newlines, <, &).
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "common/findings.hpp"
@@ -133,4 +137,24 @@ TEST_CASE("exports: Influx has one line per result, finding and run", "[exports]
   CHECK(ls[1].find(",unit=") == std::string::npos);  // an empty tag is left out, never written empty
   CHECK(t.find("summary=\"slow \\\"node\\\" <here> & there\"") != std::string::npos);
   CHECK(ls.back() == "kiln_run,run_id=run\\ 1,verdict=fail duration_s=12.5,findings=2i,results=0i 1700000000000000000");
+}
+
+TEST_CASE("exports: telemetry readings are read past, figures kept", "[exports]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("kiln-exports-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream out(dir / "results.jsonl");
+    Result fig = result_of(0, "GB/s", 12.5, 1 << 20);
+    Result reading = result_of(0, "s", 3.0);
+    reading.metric = "telemetry";
+    reading.extra = {{"node", {{"cpu_pct", 50.0}}}};
+    Result summary = reading;
+    summary.metric = "telemetry_summary";
+    for (const Result* r : {&reading, &fig, &summary}) out << nlohmann::json(Record{*r}).dump() << "\n";
+  }
+  const auto rec = read_export_records(dir, hostile_report());
+  std::filesystem::remove_all(dir);
+  REQUIRE(rec.results.size() == 1);
+  CHECK(rec.results[0].metric == "busbw");
+  CHECK(prom_textfile(hostile_report(), rec.results).find("telemetry") == std::string::npos);
 }
