@@ -24,4 +24,18 @@ for r in ends:
 verdicts = [r for r in mine if not r.get("metric", "").startswith("telemetry")]
 assert not [r for r in verdicts if r.get("status") == "pass"], "a PASS without a GPU"
 PY
+# A spec that gives the step a figure requires it: skipped here, the node is not.tested and the
+# campaign incomplete (exit 1), never a pass.
+cat > "$TMP/spec.toml" <<TOML
+[[class]]
+name = "gpu"
+hosts = "$(hostname -s)"
+[class.figures."model.fsdp_step".intra]
+tflops = { value = 600, tolerance = 0.10, source = "test figure" }
+TOML
+KILN_HISTORY=off "$KILN" run --launcher local --ranks 1 --out "$TMP/spec-run" --tests model.fsdp_step \
+  --spec "$TMP/spec.toml" > "$TMP/spec.txt" 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q "INCOMPLETE" "$TMP/spec.txt" && grep -q "not.tested node .*: model.fsdp_step was not tested" "$TMP/spec.txt" \
+  && pass "a spec's model.fsdp_step figure: not.tested, INCOMPLETE, exit 1" || { bad "spec run: exit $rc"; cat "$TMP/spec.txt"; }
 finish
