@@ -306,7 +306,8 @@ int main(int argc, char** argv) {
       ("telemetry-interval", po::value(&c.telemetry_interval)->default_value(c.telemetry_interval),
        "seconds between the node's telemetry readings during every check (CPU, memory, IB ports, and per GPU "
        "power, clocks, temperature, throttle reasons, ECC, PCIe and NVLink throughput; docs/telemetry.md); "
-       "read by the node's lowest local rank, streamed as \"telemetry\" records; 0 turns it off")
+       "read by the node's lowest local rank, streamed as results of the running check with metric "
+       "\"telemetry\"; 0 turns it off")
       ("node-relay", po::value(&c.node_relay)->default_value(c.node_relay),
        "on: one connection per node; the node's local rank 0 connects for all of the node's ranks and "
        "relays for the others over a unix-domain socket (env KILN_NODE_RELAY); off: one connection per rank")
