@@ -47,7 +47,7 @@ std::string parse_history_args(const std::vector<std::string>& args, po::options
     return e.what();
   }
   a.help = vm.count("help") > 0;
-  if (a.db.empty() || a.db == "off") a.db = a.db.empty() ? coord::default_history_path().string() : "";
+  a.db = coord::history_path(a.db).string();
   if (a.last < 0) return "--last must be 0 or more";
   return "";
 }

@@ -415,8 +415,7 @@ std::string campaign_options(RunConfig& c, coord::CampaignOptions& o, slurm::Com
   }
   o.ranks = c.ranks;
   // --history off (or KILN_HISTORY=off, which sets it): no history, as --no-history.
-  if (!c.no_history && c.history != "off")
-    o.history = c.history.empty() ? coord::default_history_path() : fs::path(c.history);
+  if (!c.no_history) o.history = coord::history_path(c.history);
   o.regression = {c.regression_runs, c.regression_threshold};
   o.plan_name = c.tests;
   o.test_deadline_s = c.deadline;

@@ -166,8 +166,10 @@ std::vector<Finding> regression_findings(const std::vector<HistFigure>& now, con
   return out;
 }
 
-fs::path default_history_path() {
-  if (const char* env = std::getenv("KILN_HISTORY"); env && *env) return std::string(env) == "off" ? fs::path() : env;
+fs::path history_path(const std::string& option) {
+  if (option == "off") return {};
+  if (!option.empty()) return option;
+  if (const char* env = std::getenv("KILN_HISTORY"); env && *env) return history_path(env);
   const char* home = std::getenv("HOME");
   return fs::path(home && *home ? home : ".") / ".local" / "share" / "kiln" / "history.sqlite";
 }

@@ -86,7 +86,8 @@ void add_params_basis(std::vector<HistFigure>& figures, const std::filesystem::p
 std::vector<Finding> regression_findings(const std::vector<HistFigure>& now, const NodePast& past,
                                          const RegressionConfig& cfg);
 
-// The history database's default path: $KILN_HISTORY, else ~/.local/share/kiln/history.sqlite.
-std::filesystem::path default_history_path();
+// The history database a --history option names: none (an empty path) for "off"; the option's
+// path; with no option $KILN_HISTORY (likewise "off" for none), else ~/.local/share/kiln/history.sqlite.
+std::filesystem::path history_path(const std::string& option);
 
 }  // namespace kiln::coord
