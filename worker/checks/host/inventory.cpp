@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "worker/check.hpp"
+#include "worker/hw/proc_stats.hpp"
 #include "worker/hw/rdma_core.hpp"
 
 namespace kiln::worker {
@@ -25,13 +26,9 @@ std::string cpu_model() {
 }
 
 double mem_total_gib() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kib = 0;
-  std::string unit;
-  while (in >> key >> kib >> unit)
-    if (key == "MemTotal:") return kib / (1024.0 * 1024.0);
-  return 0;
+  const auto text = host::read_file("/proc/meminfo");
+  const auto m = text ? host::parse_meminfo(*text) : std::nullopt;
+  return m ? static_cast<double>(m->total_kib) / (1024.0 * 1024.0) : 0;
 }
 
 // CPUs this process may run on (its affinity, which cpusets and cgroups narrow): what a job on
