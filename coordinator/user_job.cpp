@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/channel.hpp"
+#include "common/stats.hpp"
 #include "common/text.hpp"
 
 namespace kiln::coord {
@@ -182,12 +183,6 @@ std::string task_failure(const UserTask* t) {
   return "";
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const auto n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 }  // namespace
 
 std::vector<Record> user_job_records(const UserJobLog& log, const std::string& test, int ranks, double seconds,
@@ -202,7 +197,7 @@ std::vector<Record> user_job_records(const UserJobLog& log, const std::string& t
       const auto& samples = figure.second;
       Result r;
       r.test = test, r.host = host, r.rank = rank, r.entity = {"rank", std::to_string(rank)};
-      r.metric = name, r.value = median_of(samples), r.unit = figure.first;
+      r.metric = name, r.value = stats::median(samples), r.unit = figure.first;
       r.round_id = round_id, r.group_id = 0, r.ts = ts;
       r.extra = {{"samples", samples.size()},
                  {"min", *std::min_element(samples.begin(), samples.end())},

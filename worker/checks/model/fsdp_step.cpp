@@ -104,7 +104,6 @@ using nccl::detail::Communicator;
 using nccl::detail::SweepStopped;
 using Clock = gpu::Clock;
 
-double median_of(std::vector<double> v) { return stats::median(std::span<const double>(v)); }
 
 // This rank's part: the timed steps (the three kinds interleaved, so drift affects them alike),
 // then the verified ones.
@@ -118,9 +117,9 @@ RankReport measure(const Context& ctx, const Params& p, FsdpEngine& engine, Cloc
   }
   RankReport r;
   r.world_rank = ctx.node.world_rank;
-  r.step_ms = median_of(full);
-  r.compute_ms = median_of(compute);
-  r.comm_ms = median_of(comm);
+  r.step_ms = stats::median(full);
+  r.compute_ms = stats::median(compute);
+  r.comm_ms = stats::median(comm);
   r.verified = p.verify_steps;
   for (int k = 0; k < p.verify_steps; ++k) {
     const StepSums s = engine.verified_step(deadline);
