@@ -102,7 +102,7 @@ for l in sys.stdin:
     l=l.strip()
     if not l.startswith("{"): print(l,file=sys.stderr); continue
     d=json.loads(l); d["bench"]=lab
-    out=tel if d.get("record")=="telemetry" else sys.stdout
+    out=tel if str(d.get("metric","")).startswith("telemetry") else sys.stdout  # the node sampler: docs/telemetry.md
     print(json.dumps(d),file=out)' "$label" >>"$RES" 3>>"$OUTDIR/telemetry-standalone.jsonl"
   echo "   $label: $((SECONDS - t0)) s" | tee -a "$LOG"
 }
