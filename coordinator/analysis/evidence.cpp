@@ -161,6 +161,7 @@ std::vector<std::pair<int, int>> Planner::Impl::candidate_links() const {
 // candidate, and no bad or lost node, is explained by that link alone: it counts as a vote.
 void Planner::Impl::count_link_votes() {
   const auto cands = candidate_links();
+  const auto rec = pair_records();
   for (auto [a, b] : cands) {
     auto& l = links[{a, b}];
     int votes = 0;
@@ -175,7 +176,7 @@ void Planner::Impl::count_link_votes() {
       if (!other) ++votes;
     }
     l.group_votes = votes;
-    update_link(a, b);
+    update_link(a, b, rec);
   }
 }
 
@@ -186,8 +187,9 @@ void Planner::Impl::update_links() {
     count_link_votes();
     return;
   }
+  const auto rec = pair_records();
   for (auto [a, b] : candidate_links())
-    if (!has_group_evidence(a, b)) update_link(a, b);
+    if (!has_group_evidence(a, b)) update_link(a, b, rec);
 }
 
 bool Planner::Impl::has_group_evidence(int a, int b) const {
@@ -206,9 +208,14 @@ int Planner::Impl::link_votes(const LinkData& l) const {
 
 // Confirmed on votes that outnumber the fast results; cleared when the fast results reach every
 // slow one, the screen's and the first edge's too (one more for a link first seen as an edge).
-void Planner::Impl::update_link(int a, int b) {
+// Undecided while an end is watched (slow with other clean partners since it was fast): an
+// intermittently slow node makes each of its pair tests slow in turn, and its links would be
+// confirmed before the node is judged.
+void Planner::Impl::update_link(int a, int b, const std::vector<PairRecord>& rec) {
   auto& l = links[{a, b}];
-  if (l.confirmed || l.cleared || decide_edge_link(a, b)) return;
+  if (l.confirmed || l.cleared) return;
+  if (watched(a, rec[a]) || watched(b, rec[b])) return;
+  if (decide_edge_link(a, b)) return;
   const int votes = link_votes(l);
   const int fast = l.fast_pair_tests + l.edge_fast;
   const int group_votes = l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes;

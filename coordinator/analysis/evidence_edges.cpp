@@ -139,6 +139,12 @@ Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t ro
     return j.verdict;
   }
   record_edge_evidence(r, round, figure);
+  for (int u : g) ++nodes[u].rows;
+  for (int u : r.slow_rows) {
+    auto& d = nodes[u];
+    ++d.slow_rows;
+    if (auto it = r.row_partners.find(u); it != r.row_partners.end()) d.row_partners.insert(it->second.begin(), it->second.end());
+  }
   std::vector<int> fine;
   for (int u : g)
     if (std::find(r.slow_rows.begin(), r.slow_rows.end(), u) == r.slow_rows.end())

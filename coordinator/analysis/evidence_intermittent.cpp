@@ -4,6 +4,7 @@
 // slow: node.slow with the rate observed, or, short of enough tests, localize.unresolved naming it.
 // docs/localization.md, the planner, item 7.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "coordinator/analysis/noise.hpp"
@@ -26,8 +27,9 @@ constexpr double kWatchLevel = 0.05;
 
 std::vector<PairRecord> Planner::Impl::pair_records() const {
   std::vector<int> slow_tests(static_cast<std::size_t>(n), 0);
+  std::map<std::pair<int, int>, int> slow_pair;  // slow tests of each pair, keyed (low, high)
   for (const auto& t : pair_tests)
-    if (t.slow) ++slow_tests[t.a], ++slow_tests[t.b];
+    if (t.slow) ++slow_tests[t.a], ++slow_tests[t.b], ++slow_pair[std::minmax(t.a, t.b)];
   std::vector<PairRecord> rec(static_cast<std::size_t>(n));
   std::vector<std::set<int>> partners(static_cast<std::size_t>(n));
   for (const auto& t : pair_tests) {
@@ -38,13 +40,22 @@ std::vector<PairRecord> Planner::Impl::pair_records() const {
         continue;
       }
       // A partner slow with others as well may be the slow one: the test says nothing about u.
-      const int others = slow_tests[v] - 1;
+      // Its slow tests with u itself (an intermittent u may meet it more than once) are not others.
+      const int others = slow_tests[v] - slow_pair[std::minmax(u, v)];
       if (nodes[v].bad || others > 0) continue;
       ++r.tests, ++r.slow;
       partners[u].insert(v);
     }
   }
-  for (int u = 0; u < n; ++u) rec[u].distinct = static_cast<int>(partners[u].size());
+  // Rows: a slow row is slow with most of its peers at once, each clean unless bad itself.
+  for (int u = 0; u < n; ++u) {
+    const auto& d = nodes[u];
+    rec[u].tests += d.rows;
+    rec[u].slow += d.slow_rows;
+    for (int v : d.row_partners)
+      if (!nodes[v].bad) partners[u].insert(v);
+    rec[u].distinct = static_cast<int>(partners[u].size());
+  }
   return rec;
 }
 
@@ -52,24 +63,24 @@ bool Planner::Impl::watched(int u, const PairRecord& r) const {
   const auto& d = nodes[u];
   // Slow with one partner only is a link candidate's business (its retests decide it).
   return active(u) && d.fast > 0 && r.distinct >= 2 && d.resolution_tests < cfg.max_tests_per_node &&
-         beyond_noise(r, kWatchLevel);
+         beyond_noise(u, r, kWatchLevel);
 }
 
 bool Planner::Impl::intermittent_unresolved(int u, const PairRecord& r) const {
-  return active(u) && r.slow >= 2 && r.distinct >= 2 && !watched(u, r) && beyond_noise(r, noise::kAlpha);
+  return active(u) && r.slow >= 2 && r.distinct >= 2 && !watched(u, r) && beyond_noise(u, r, noise::kAlpha);
 }
 
 // Slow with clean partners kIntermittentSlow times, with two or more of them, and fast as well:
 // intermittently slow. Marked bad, so it leaves the search and its links are no candidates.
 void Planner::Impl::mark_intermittent(std::int64_t round) {
-  noise.pair_rate = pair_slow_rate();
+  count_pair_rates();
   const auto rec = pair_records();
   const int tested = static_cast<int>(std::count_if(rec.begin(), rec.end(), [](const PairRecord& r) { return r.tests > 0; }));
   for (int u = 0; u < n; ++u) {
     auto& d = nodes[u];
     const auto& r = rec[u];
     if (!active(u) || r.slow < kIntermittentSlow || r.distinct < 2 || r.slow == r.tests) continue;
-    if (!significant_intermittent(r, tested)) continue;  // within what the campaign's noise does
+    if (!significant_intermittent(u, r, tested)) continue;  // within what the campaign's noise does
     d.bad = d.intermittent = true;
     d.bad_round = round;
     note(name(u) + " is slow in " + std::to_string(r.slow) + " of " + std::to_string(r.tests) +

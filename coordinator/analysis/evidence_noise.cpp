@@ -92,13 +92,35 @@ int Planner::Impl::node_votes_needed() const {
 }
 
 // Unknown base rate (too few pair tests): the fixed rule alone decides.
-bool Planner::Impl::beyond_noise(const PairRecord& r, double level) const {
+// The rate is the other nodes' pair tests: an intermittently slow node paired again and again would
+// otherwise raise the rate it is judged against until its own slow tests looked like noise.
+bool Planner::Impl::beyond_noise(int u, const PairRecord& r, double level) const {
   if (exact.active || noise.pair_rate <= 0.0) return true;
-  return noise::binomial_tail(r.slow, r.tests, noise.pair_rate) < level;
+  const auto i = static_cast<std::size_t>(u);
+  const long tests = noise.pair_tests - (i < noise.node_pair_tests.size() ? noise.node_pair_tests[i] : 0);
+  const long slow = noise.pair_slow - (i < noise.node_pair_slow.size() ? noise.node_pair_slow[i] : 0);
+  if (tests < kMinPairTests) return true;
+  const double rate = std::max(static_cast<double>(slow) / static_cast<double>(tests), 0.5 / static_cast<double>(tests));
+  return noise::binomial_tail(r.slow, r.tests, rate) < level;
 }
 
-bool Planner::Impl::significant_intermittent(const PairRecord& r, int tested) const {
-  return beyond_noise(r, noise::kAlpha / std::max(1, tested));
+bool Planner::Impl::significant_intermittent(int u, const PairRecord& r, int tested) const {
+  return beyond_noise(u, r, noise::kAlpha / std::max(1, tested));
+}
+
+void Planner::Impl::count_pair_rates() {
+  noise.pair_rate = pair_slow_rate();
+  noise.pair_tests = noise.pair_slow = 0;
+  noise.node_pair_tests.assign(static_cast<std::size_t>(n), 0);
+  noise.node_pair_slow.assign(static_cast<std::size_t>(n), 0);
+  for (const auto& t : pair_tests) {
+    if (!good(t.a) || !good(t.b)) continue;
+    ++noise.pair_tests;
+    ++noise.node_pair_tests[t.a], ++noise.node_pair_tests[t.b];
+    if (!t.slow) continue;
+    ++noise.pair_slow;
+    ++noise.node_pair_slow[t.a], ++noise.node_pair_slow[t.b];
+  }
 }
 
 // A node with far more slow edge readings than the others' base rate predicts is slow, even when no

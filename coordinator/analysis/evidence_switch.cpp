@@ -157,8 +157,10 @@ struct LeafEdges {
 // An edge this much slower than the median edge inside the leaves is slow.
 constexpr double kLeafEdgeSlow = 1.25;
 
+// skip: leaves whose uplink is already known slow; a crossing edge into one of them is explained
+// by it and says nothing about the other end's leaf.
 std::vector<LeafEdges> leaf_edges(const GroupOutcome& o, const std::vector<int>& leaf, std::size_t leaves,
-                                  Direction dir, double& base) {
+                                  Direction dir, const std::vector<char>& skip, double& base) {
   std::vector<double> inside;
   for (const auto& f : o.edges)
     if (leaf[f.a] >= 0 && leaf[f.a] == leaf[f.b]) inside.push_back(to_cost(f.value, dir));
@@ -174,7 +176,7 @@ std::vector<LeafEdges> leaf_edges(const GroupOutcome& o, const std::vector<int>&
       continue;
     }
     for (auto [l, other] : {std::pair{la, lb}, std::pair{lb, la}}) {
-      if (l < 0) continue;
+      if (l < 0 || (other >= 0 && skip[static_cast<std::size_t>(other)])) continue;
       auto& e = out[static_cast<std::size_t>(l)];
       e.crossing.push_back(c);
       if (slow) ++e.crossing_slow, e.slow_into.insert(other);
@@ -199,13 +201,24 @@ bool leaf_shaped(const LeafEdges& e, std::size_t leaves) {
 bool Planner::Impl::explain_leaf_rows(const GroupOutcome& o, EdgeReading& r, std::int64_t round) {
   if (topology.size() < 2) return false;
   const auto leaf = leaf_index(*this);
-  const auto declared = declared_leaves();
-  double base = 0.0;
-  const auto edges = leaf_edges(o, leaf, topology.size(), cfg.outliers.direction, base);
+  auto skip = declared_leaves();
   std::vector<int> found;
-  for (int l = 0; l < static_cast<int>(topology.size()); ++l) {
+  // One leaf at a time, the most slow across first: with three or more leaves in the group, the
+  // leaves beside a congested one read slow into it, and a straggler into a third would make them
+  // look congested too. Once a leaf is declared, edges into it no longer count for the others.
+  for (;;) {
+    double base = 0.0;
+    const auto edges = leaf_edges(o, leaf, topology.size(), cfg.outliers.direction, skip, base);
+    int l = -1;
+    double worst = -1.0;
+    for (int k = 0; k < static_cast<int>(topology.size()); ++k) {
+      const auto& e = edges[static_cast<std::size_t>(k)];
+      if (skip[k] || !leaf_shaped(e, topology.size())) continue;
+      const double frac = static_cast<double>(e.crossing_slow) / static_cast<double>(e.crossing.size());
+      if (frac > worst) worst = frac, l = k;
+    }
+    if (l < 0) break;
     const auto& e = edges[static_cast<std::size_t>(l)];
-    if (declared[l] || !leaf_shaped(e, topology.size())) continue;
     std::vector<int> leaves = {l};
     if (topology.size() == 2) leaves.push_back(1 - l);
     auto ev = switch_evidence(e.inside, e.inside_slow, static_cast<int>(e.crossing.size()), e.crossing_slow,
@@ -213,6 +226,7 @@ bool Planner::Impl::explain_leaf_rows(const GroupOutcome& o, EdgeReading& r, std
     ev["basis"] = "per-edge figures of one group";
     declare_uplink(leaves, round, std::move(ev));
     found.insert(found.end(), leaves.begin(), leaves.end());
+    for (int k : leaves) skip[static_cast<std::size_t>(k)] = 1;
     if (topology.size() == 2) break;
   }
   if (found.empty()) return false;

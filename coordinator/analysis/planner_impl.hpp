@@ -56,6 +56,12 @@ struct NodeData {
   bool intermittent = false;         // bad because slow in some tests with clean partners, fast in others
   bool hot = false;                  // bad because far more of its edges read slow than noise explains
   double hot_expected = 0.0;         // the slow edge readings noise explains, when it was marked hot
+  // Rows of groups timed edge by edge (evidence_edges.cpp): every one counts in the node's record
+  // (evidence_intermittent.cpp) as a test, a slow row as a slow one whose partners are the row's
+  // slow peers, so a node slow in a later all-to-all after a fast one is watched, not forgotten.
+  int rows = 0;
+  int slow_rows = 0;
+  std::set<int> row_partners;        // peers of its slow rows' slow edges
 };
 
 // A node's pair tests (evidence_intermittent.cpp): tests that say something about it, the slow
@@ -108,6 +114,10 @@ struct NoiseCounts {
   long open_readings = 0;  // readings that could have opened a suspicion (new edges, suspect groups)
   long opened = 0;         // link suspicions opened
   double pair_rate = -1.0; // pair_slow_rate() as of the last evaluation, -1 unknown
+  // The same evaluation's pair tests between known-good nodes, in all and by node, so a node is
+  // judged against the others' rate: its own slow tests are what is being judged, not noise.
+  long pair_tests = 0, pair_slow = 0;
+  std::vector<int> node_pair_tests, node_pair_slow;
   std::vector<int> reads;  // a node's readings
   // Distinct partners of a node's slow readings: a slow link read again and again is one.
   std::vector<std::set<int>> high_partners;
@@ -246,6 +256,7 @@ struct CertState {
   bool certified = false;
   std::vector<long> signature;  // good set and candidates the current sweep was built for
   int failures = 0;             // certification groups that came back slow
+  int repeats = 0;              // look-again rounds after the sweep (strategy_certify.cpp)
 };
 
 struct Story {
@@ -296,7 +307,7 @@ struct Planner::Impl : Setup, Evidence {
   std::vector<int> nodes_needing_test() const;
   std::vector<std::pair<int, int>> candidate_links() const;
   bool has_group_evidence(int a, int b) const;
-  void update_link(int a, int b);
+  void update_link(int a, int b, const std::vector<PairRecord>& rec);
   void count_link_votes();
   bool is_vote(std::int64_t round) const;  // evidence.cpp: a slow test there is a vote
   std::vector<int> voting_partners(int u) const;
@@ -329,9 +340,10 @@ struct Planner::Impl : Setup, Evidence {
   int edge_readings_needed() const;        // slow re-readings that confirm an edge suspicion
   int link_votes_needed() const;           // pair-test votes that confirm a link candidate
   int node_votes_needed() const;           // distinct known-good partners that make a node slow
-  bool significant_intermittent(const PairRecord& r, int tested) const;
+  bool significant_intermittent(int u, const PairRecord& r, int tested) const;
+  void count_pair_rates();  // fills noise.pair_rate and the per-node counts
   // A node's slow pair tests beyond what noise does at this level (true while the rate is unknown).
-  bool beyond_noise(const PairRecord& r, double level) const;
+  bool beyond_noise(int u, const PairRecord& r, double level) const;
   void mark_hot_nodes(std::int64_t round);
   bool noise_single(const LinkData& l) const;  // one slow reading, the one that opened it, and nothing else
   nlohmann::json noise_story() const;

@@ -22,6 +22,14 @@ constexpr int kEdgeRetests = 3;
 // As many edge retests as a suspicion needs slow readings, when noise asks for more than three.
 int edge_retests(const Planner::Impl& s) { return std::max(kEdgeRetests, s.edge_readings_needed()); }
 
+// A candidate from slow pair tests is retested inside an all-to-all group too, once groups report
+// per-edge figures: there its ends are timed with their other peers in the same round, so a node
+// slow some of the time shows as a slow row (node evidence) or a fine edge (cleared), and cannot
+// pass for a slow link as it does in pair retests that happen to fall in its slow rounds.
+bool edge_retestable(const Planner::Impl& s, const LinkData& l) {
+  return s.edges_seen && l.edge_slow == 0 && !l.slow_pair_tests.empty() && l.retests < edge_retests(s);
+}
+
 struct PartnerPool {
   std::vector<int> good;     // known-good nodes, shuffled
   std::set<int> link_ends;   // ends of link candidates
@@ -90,6 +98,7 @@ int retest_links(Planner::Impl& s, RoundDraft& round) {
     if (l.confirmed || l.cleared || !s.good(key.first) || !s.good(key.second)) continue;
     if (!s.cert.certified && s.has_group_evidence(key.first, key.second)) continue;
     if (l.edge_slow > 0 && l.retests < edge_retests(s)) continue;  // retest_edge_links has it
+    if (edge_retestable(s, l)) continue;                          // so has it
     if (l.retests >= s.cfg.max_tests_per_node) continue;
     if (!round.free({key.first, key.second})) continue;
     ++l.retests;
@@ -114,7 +123,8 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
   std::map<int, int> group_of;
   std::vector<LinkData*> due;
   for (auto& [key, l] : s.links) {
-    if (l.confirmed || l.cleared || l.edge_slow == 0 || l.retests >= edge_retests(s)) continue;
+    if (l.confirmed || l.cleared || l.retests >= edge_retests(s)) continue;
+    if (l.edge_slow == 0 && !edge_retestable(s, l)) continue;
     if (!s.good(key.first) || !s.good(key.second) || !round.free({key.first, key.second})) continue;
     const int ga = group_of.count(key.first) ? group_of[key.first] : -1;
     const int gb = group_of.count(key.second) ? group_of[key.second] : -1;
@@ -137,7 +147,11 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
     while (g.size() < kMinEdgeGroup && !pad.empty()) g.push_back(pad.back()), pad.pop_back();
     round.add(g, Tag{Tag::LinkRetest});
   }
-  for (auto* l : due) ++l->retests;
+  for (auto* l : due) {
+    ++l->retests;
+    // A pair candidate becomes an edge suspicion: its slow pair test opened it, as a first slow edge does.
+    if (l->edge_slow == 0) l->edge_slow = 1;
+  }
   return static_cast<int>(due.size());
 }
 
