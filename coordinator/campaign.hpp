@@ -114,6 +114,7 @@ class Campaign {
   void open_run_dir();
   void restore(const LoadedRun& run);
   bool wait_for_workers();
+  bool retry_crashed_start(const LaunchRequest& req);
   int run_rounds();
   int end_interrupted();
   int end_on_storage_error();
@@ -188,6 +189,7 @@ class Campaign {
   bool ending_ = false;
   std::optional<LaunchRequest> launch_req_;  // what was launched, to launch it again
   int restarts_ = 0;                          // this session's restarts of the workers
+  std::vector<nlohmann::json> launch_retries_;  // start-up crashes launched again after (campaign_session.cpp)
   bool restarting_ = false;                   // ranks leaving now are coming back
   bool restart_refusal_said_ = false;
   std::vector<nlohmann::json> restarts_now_;  // this session's restart events, for the report

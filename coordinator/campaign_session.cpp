@@ -117,6 +117,48 @@ void Campaign::open_run_dir() {
   journal("session", {{"ts", ts}, {"coordinator", coordinator_}, {"resumed", opts_.resume != nullptr}}, true);
 }
 
+namespace {
+// A rank that dies of a signal before any worker connected: seen once in about ten starts on the
+// testbed, inside Open MPI's start-up (MPI_Init_thread or the first collective), with the other
+// ranks left waiting for it. Worth one more start; a worker that exits with an error is not.
+bool crashed(const std::string& how) {
+  for (const char* s : {"Segmentation fault", "Bus error", "Aborted", "Illegal instruction", "Floating point exception"})
+    if (how.find(s) != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
+// No worker connected and a rank crashed at start: the job is ended and launched once more. The
+// crash is kept for the report (launch_retries) and its progress line.
+bool Campaign::retry_crashed_start(const LaunchRequest& req) {
+  if (!launch_retries_.empty() || !live_ranks().empty() || stop_requested() || !storage_error_.empty()) return false;
+  auto end = launch_end_ ? *launch_end_ : launcher_.finish(std::chrono::seconds(2));
+  std::vector<FirstEnd> crashes;
+  for (const auto& e : end.first_ends)
+    if (crashed(e.how)) crashes.push_back(e);
+  if (crashes.empty()) {
+    launch_end_ = end;
+    return false;
+  }
+  std::string who;
+  for (const auto& e : crashes)
+    who += (who.empty() ? "" : ", ") + ("rank " + std::to_string(e.rank) + " on " + e.host + " (" + e.how + ")");
+  const std::string why = who + " ended before any worker connected (" + end.state + "); the workers were launched once more";
+  progress(why);
+  json ev = {{"why", why}, {"state", end.state}, {"first_ends", crashes}};
+  journal("launch_retry", ev, true);
+  launch_retries_.push_back(std::move(ev));
+  launch_end_.reset();
+  try {
+    launcher_.launch(req);
+  } catch (const std::exception& e) {
+    launch_end_ = LaunchEnd{false, std::string("launch failed: ") + e.what()};
+    return false;
+  }
+  journal_launched();
+  return true;
+}
+
 int Campaign::run() {
   started_ = std::chrono::system_clock::now();
   if (opts_.resume) restore(*opts_.resume);
@@ -137,7 +179,9 @@ int Campaign::run() {
   }
   launch_req_ = req;
   journal_launched();
-  if (!wait_for_workers()) {
+  bool connected = wait_for_workers();
+  if (!connected && retry_crashed_start(req)) connected = wait_for_workers();
+  if (!connected) {
     if (stop_requested()) return end_interrupted();
     if (!storage_error_.empty()) return end_on_storage_error();
     std::string why;
@@ -264,6 +308,7 @@ ReportInput Campaign::report_input(const std::string& error) const {
   if (launch_end_ && !launch_end_->ok) in.first_ends = launch_end_->first_ends;
   in.rejected += rejected_;
   in.restarts.insert(in.restarts.end(), restarts_now_.begin(), restarts_now_.end());
+  in.launch_retries = launch_retries_;
   in.expect = opts_.expect;
   return in;
 }

@@ -94,6 +94,7 @@ void to_json(json& j, const Report& r) {
        {"localization", r.localization}};
   if (!r.error.empty()) j["error"] = r.error;
   j["restarts"] = r.restarts;
+  if (!r.launch_retries.empty()) j["launch_retries"] = r.launch_retries;
   json classes = json::object();
   for (const auto& [host, cls] : r.expect_classes) classes[host] = cls;
   j["expectations"] = {{"source", r.expect_source}, {"line", r.expect_line}, {"classes", classes}};
@@ -112,6 +113,8 @@ std::string render_summary(const Report& r, const std::string& results_path, con
   if (!r.error.empty()) os << "  error: " << printable(r.error, 1000) << "\n";
   if (!r.expect_line.empty()) os << "  " << printable(r.expect_line, 600) << "\n";
   if (r.sessions > 1) os << "  resumed: " << r.sessions - 1 << " time(s)\n";
+  for (const auto& e : r.launch_retries)
+    os << "  launched again: " << printable(e.value("why", std::string()), 600) << "\n";
   if (r.results_not_judged > 0)
     os << "  not judged: " << r.results_not_judged << " result(s) of rounds cut short (run again) or of no round\n";
   if (r.unreadable_lines > 0) os << "  unreadable: " << r.unreadable_lines << " line(s) of results.jsonl\n";
@@ -296,6 +299,7 @@ Report build_report(const ReportInput& in, const std::vector<RoundRecord>& round
   rep.localization = in.localization;
   rep.launch = in.launch;
   rep.restarts = in.restarts;
+  rep.launch_retries = in.launch_retries;
   std::map<std::string, std::vector<int>> by_host;
   std::map<int, const RankSeen*> seen;
   for (const auto& k : in.ranks) {

@@ -79,6 +79,8 @@ struct Report {
   std::vector<std::pair<std::string, std::string>> expect_classes;
   // Each time the workers were started again after a round left MPI state untrusted (journal).
   std::vector<nlohmann::json> restarts;
+  // Each time no worker connected because a rank crashed at start, and the job was launched again.
+  std::vector<nlohmann::json> launch_retries;
 };
 
 void to_json(nlohmann::json& j, const Report& r);
@@ -142,6 +144,7 @@ struct ReportInput {
   analysis::Fleet fleet;  // every node and GPU's figures and settings, to compare them
   analysis::Expectations expect;  // what the nodes are judged against (docs/spec.md)
   std::vector<nlohmann::json> restarts;  // the journal's restart events
+  std::vector<nlohmann::json> launch_retries;  // start-up crashes the campaign launched again after
 };
 
 // campaign.json's "leaves" ({"leaf1": [hosts], ...}) as the fleet takes them; anything malformed is

@@ -200,6 +200,9 @@ void SlurmLauncher::launch(const LaunchRequest& req) {
                                                      {"secret_file", slurm::shell_quote(req.secret_file.string())},
                                                      {"worker_args", join(worker_args, " ")}});
   run_dir_ = fs::absolute(req.run_dir);
+  // A second launch (a start-up crash, campaign_session.cpp) is a new job: forget the last one's end.
+  end_.reset();
+  last_.reset();
   const fs::path path = run_dir_ / "job.sbatch";
   write_file_atomic(path, script);
   job_id_ = client_.submit(path, sbatch_options(req));

@@ -70,13 +70,24 @@ namespace {
 // by the configured relative floor and, for a group of few edges, by the spread of pair figures seen
 // so far. A pair's figure is its slower end's, stragglers included, so it spreads about twice as
 // wide as one edge: a floor from it would hide a 1.25x link in any group.
-std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& rules, double floor) {
+// skip: members whose rows are slow; their edges are left out of the median and the spread (a
+// 1.25x node's row is a quarter of a group of 8's edges, and widened the spread enough to hide a
+// 1.25x link beside it), and scored against the rest like any other edge.
+std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& rules, double floor,
+                                    const std::vector<int>& skip = {}) {
   if (o.edges.size() >= kOwnSpreadEdges) floor = 0.0;
-  std::vector<double> logs;
-  for (const auto& e : o.edges) logs.push_back(std::log(to_cost(e.value, rules.direction)));
-  const double m = median_of(logs);
+  auto skipped = [&](const EdgeFigure& e) {
+    return std::find(skip.begin(), skip.end(), e.a) != skip.end() || std::find(skip.begin(), skip.end(), e.b) != skip.end();
+  };
+  std::vector<double> logs, base;
+  for (const auto& e : o.edges) {
+    logs.push_back(std::log(to_cost(e.value, rules.direction)));
+    if (!skipped(e)) base.push_back(logs.back());
+  }
+  if (base.size() < kMinMembers * (kMinMembers - 1) / 2) base = logs;
+  const double m = median_of(base);
   std::vector<double> dev;
-  for (double x : logs) dev.push_back(std::abs(x - m));
+  for (double x : base) dev.push_back(std::abs(x - m));
   const double sigma = std::max({kMadToSigma * median_of(dev), rules.min_rel_sigma, floor});
   std::vector<ScoredEdge> out;
   for (std::size_t i = 0; i < logs.size(); ++i) {
@@ -91,7 +102,7 @@ std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& 
 EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutcome& o, bool suspect) const {
   double floor = 0.0;
   if (auto ref = history.reference(2, cfg.size_bytes); ref && !ref->no_spread) floor = ref->log_sigma;
-  const auto scored = score_edges(o, cfg.outliers, floor);
+  auto scored = score_edges(o, cfg.outliers, floor);
   const double zc = cfg.outliers.z_cutoff;
   std::map<int, std::vector<double>> row_z;
   for (const auto& e : scored) row_z[e.a].push_back(e.z), row_z[e.b].push_back(e.z);
@@ -101,6 +112,8 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
     if (zs.size() < kMinRow || median_of(zs) < zc / 2) continue;
     r.slow_rows.push_back(u);
   }
+  // The other edges judged again against a baseline and spread of edges between fine rows only.
+  if (!r.slow_rows.empty()) scored = score_edges(o, cfg.outliers, floor, r.slow_rows);
   auto in_row = [&](int u) { return std::find(r.slow_rows.begin(), r.slow_rows.end(), u) != r.slow_rows.end(); };
   r.suspect = suspect;
   for (const auto& e : scored) {

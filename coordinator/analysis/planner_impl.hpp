@@ -245,6 +245,12 @@ struct SearchState {
   std::size_t cover_rereads_from = 0;  // first round of the second pass
 };
 
+// Clusters of at most this many nodes fit one group timed edge by edge: there the planner looks at
+// every node again after certification (strategy_certify.cpp) and retests pair candidates inside
+// all-to-all groups (strategy_resolve.cpp). Larger clusters put each node in many tests anyway, and
+// there the pair screen's thousands of candidates are cheaper to settle as pairs.
+inline constexpr int kSmallEdgeCluster = 256;
+
 // Certification sweep: rounds of groups that together hold every pair of good nodes except the
 // candidate links. rounds is rebuilt whenever the candidates or the good set change.
 struct CertState {

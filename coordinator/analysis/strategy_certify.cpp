@@ -9,6 +9,7 @@
 // of two different colours (other than the candidates) ride along as pair groups in a third
 // colour's round, or get pair rounds of their own. One candidate: 2 rounds; two: 3.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -178,11 +179,12 @@ bool next_sweep_round(Planner::Impl& s, std::vector<std::vector<int>>& groups,
 // them all: in larger clusters the search itself puts each node in many tests.
 constexpr int kLooks = 6;
 constexpr std::size_t kMinLookGroup = 4;
-constexpr std::size_t kMaxLookGroup = 256;
 
 bool next_look_round(Planner::Impl& s, std::vector<std::vector<int>>& groups, std::vector<Tag>& tags,
                      const std::vector<char>& busy) {
-  if (!s.edges_seen || s.cert.repeats >= kLooks) return false;
+  // Within the rounds one fault may take (2 log2 N + 10), less one for what a look may turn up.
+  const double budget = 2.0 * std::log2(static_cast<double>(std::max(2, s.n))) + 9.0;
+  if (!s.edges_seen || s.cert.repeats >= kLooks || static_cast<double>(s.book.observed) + 1.0 > budget) return false;
   const auto rec = s.pair_records();
   std::vector<int> vgood;
   int least = kLooks;
@@ -192,7 +194,7 @@ bool next_look_round(Planner::Impl& s, std::vector<std::vector<int>>& groups, st
     vgood.push_back(u);
     least = std::min(least, rec[u].tests);
   }
-  if (least >= kLooks || vgood.size() < kMinLookGroup || vgood.size() > kMaxLookGroup) return false;
+  if (least >= kLooks || vgood.size() < kMinLookGroup || vgood.size() > static_cast<std::size_t>(kSmallEdgeCluster)) return false;
   ++s.cert.repeats;
   const int id = s.add_item(Item{0, {Block{vgood, {}}}, false, "cert"});
   groups.push_back(std::move(vgood));

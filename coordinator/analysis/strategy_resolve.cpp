@@ -27,7 +27,7 @@ int edge_retests(const Planner::Impl& s) { return std::max(kEdgeRetests, s.edge_
 // slow some of the time shows as a slow row (node evidence) or a fine edge (cleared), and cannot
 // pass for a slow link as it does in pair retests that happen to fall in its slow rounds.
 bool edge_retestable(const Planner::Impl& s, const LinkData& l) {
-  return s.edges_seen && l.edge_slow == 0 && !l.slow_pair_tests.empty() && l.retests < edge_retests(s);
+  return s.edges_seen && s.n <= kSmallEdgeCluster && l.edge_slow == 0 && !l.slow_pair_tests.empty() && l.retests < edge_retests(s);
 }
 
 struct PartnerPool {
