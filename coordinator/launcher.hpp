@@ -51,6 +51,8 @@ class Launcher {
   virtual void launch(const LaunchRequest& req) = 0;   // throws std::runtime_error
   virtual std::optional<LaunchEnd> poll() = 0;          // nullopt while the job runs
   virtual std::string progress() { return {}; }         // e.g. "job 42 PENDING (Resources)"
+  // Ranks whose tasks have ended so far and how, while the job may still run (srun's task-end lines).
+  virtual std::vector<FirstEnd> task_ends() const { return {}; }
   // Waits up to `grace` for a normal end, then stops the job for good.
   virtual LaunchEnd finish(std::chrono::milliseconds grace) = 0;
   // What identifies the launched job (the mpirun process, the SLURM job id), kept in the journal

@@ -239,7 +239,10 @@ LaunchEnd SlurmLauncher::end_of(const slurm::JobStatus& s) const {
 
 // The job's output (srun writes there) names the task whose end made SLURM abort the step. The
 // lines are near the end: the last MiB is read, whatever the workers wrote before it.
-std::vector<FirstEnd> SlurmLauncher::first_ends() const {
+std::vector<FirstEnd> SlurmLauncher::first_ends() const { return read_task_ends(false); }
+std::vector<FirstEnd> SlurmLauncher::task_ends() const { return read_task_ends(true); }
+
+std::vector<FirstEnd> SlurmLauncher::read_task_ends(bool so_far) const {
   std::vector<FirstEnd> out;
   std::ifstream in(run_dir_ / ("slurm-" + job_id_ + ".out"), std::ios::binary);
   if (!in) return out;
@@ -248,7 +251,7 @@ std::vector<FirstEnd> SlurmLauncher::first_ends() const {
   const auto size = static_cast<std::streamoff>(in.tellg());
   in.seekg(std::max<std::streamoff>(0, size - kTail));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const auto& e : slurm::parse_first_task_ends(text))
+  for (const auto& e : so_far ? slurm::parse_task_ends_so_far(text) : slurm::parse_first_task_ends(text))
     for (int t : e.tasks) out.push_back({t, e.node, e.how});
   return out;
 }

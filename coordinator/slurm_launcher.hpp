@@ -61,6 +61,7 @@ class SlurmLauncher : public Launcher {
   void launch(const LaunchRequest& req) override;
   std::optional<LaunchEnd> poll() override;
   std::string progress() override;
+  std::vector<FirstEnd> task_ends() const override;
   LaunchEnd finish(std::chrono::milliseconds grace) override;
   nlohmann::json identity() const override;
   std::string stop_earlier(const nlohmann::json& id) override;
@@ -77,6 +78,7 @@ class SlurmLauncher : public Launcher {
   void refresh(bool force);
   LaunchEnd end_of(const slurm::JobStatus& s) const;
   std::vector<FirstEnd> first_ends() const;
+  std::vector<FirstEnd> read_task_ends(bool so_far) const;
 
   SlurmPlan plan_;
   std::filesystem::path job_template_;

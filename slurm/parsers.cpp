@@ -354,16 +354,36 @@ std::optional<TaskEnd> task_end_line(std::string_view line) {
 
 }  // namespace
 
-std::vector<TaskEnd> parse_first_task_ends(const std::string& job_output) {
+namespace {
+
+// Task-end lines up to the first tear-down line; torn: whether there was one.
+std::vector<TaskEnd> task_ends_before_teardown(const std::string& job_output, bool& torn) {
   std::vector<TaskEnd> out;
+  torn = false;
   for (const auto& line : lines_of(job_output)) {
     const std::string_view l(line);
     if (l.find("Job step aborted") != std::string_view::npos ||
-        (l.find("*** STEP ") != std::string_view::npos && l.find(" CANCELLED") != std::string_view::npos))
-      return out;
+        (l.find("*** STEP ") != std::string_view::npos && l.find(" CANCELLED") != std::string_view::npos)) {
+      torn = true;
+      break;
+    }
     if (auto e = task_end_line(l)) out.push_back(std::move(*e));
   }
-  return {};  // the step was not torn down: every task ended on its own
+  return out;
+}
+
+}  // namespace
+
+std::vector<TaskEnd> parse_first_task_ends(const std::string& job_output) {
+  bool torn = false;
+  auto out = task_ends_before_teardown(job_output, torn);
+  if (!torn) return {};  // the step was not torn down: every task ended on its own
+  return out;
+}
+
+std::vector<TaskEnd> parse_task_ends_so_far(const std::string& job_output) {
+  bool torn = false;
+  return task_ends_before_teardown(job_output, torn);
 }
 
 }  // namespace kiln::slurm

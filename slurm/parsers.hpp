@@ -98,5 +98,8 @@ struct TaskEnd {
 // killed by SLURM. Empty when the step was not aborted, or no task line came first (scancel, a
 // time limit). Lines it cannot read are skipped: this is evidence, not state.
 std::vector<TaskEnd> parse_first_task_ends(const std::string& job_output);
+// The same lines while the step may still run (srun --no-kill leaves the other tasks waiting):
+// every task-end line so far, up to the first tear-down line if there is one.
+std::vector<TaskEnd> parse_task_ends_so_far(const std::string& job_output);
 
 }  // namespace kiln::slurm

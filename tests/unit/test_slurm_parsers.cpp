@@ -290,3 +290,22 @@ TEST_CASE("job output: task lists, and lines that are not task ends", "[slurm]")
                            "srun: error: node2: task -1: Killed\n", "srun: error: node2: task 1,: Killed\n"})
     CHECK(parse_first_task_ends(std::string(junk) + aborted).empty());
 }
+
+TEST_CASE("task ends so far: a task-end line before any tear-down, the step still running", "[slurm][parsers]") {
+  // srun --no-kill: one task died of SIGSEGV in MPI start-up, the others still wait; nothing aborted.
+  const std::string running =
+      "kiln-burnin: job 5 on node[1-6] (6 nodes), coordinator 198.18.0.1:33513\n"
+      "[node5:22870] *** Process received signal ***\n"
+      "srun: error: node5: task 4: Segmentation fault\n";
+  CHECK(kiln::slurm::parse_first_task_ends(running).empty());  // not torn down: not "first" yet
+  const auto so_far = kiln::slurm::parse_task_ends_so_far(running);
+  REQUIRE(so_far.size() == 1);
+  CHECK(so_far[0].node == "node5");
+  CHECK(so_far[0].tasks == std::vector<int>{4});
+  CHECK(so_far[0].how == "Segmentation fault");
+  // After the tear-down the lines after it (the others, killed by SLURM) are not counted.
+  const auto torn = kiln::slurm::parse_task_ends_so_far(running + "srun: Job step aborted: Waiting up to 7 seconds\n"
+                                                                  "srun: error: node1: task 0: Terminated\n");
+  REQUIRE(torn.size() == 1);
+  CHECK(torn[0].tasks == std::vector<int>{4});
+}
