@@ -4,7 +4,6 @@
 // slow: node.slow with the rate observed, or, short of enough tests, localize.unresolved naming it.
 // docs/localization.md, the planner, item 7.
 #include <algorithm>
-#include <map>
 #include <set>
 
 #include "coordinator/analysis/noise.hpp"
@@ -27,9 +26,8 @@ constexpr double kWatchLevel = 0.05;
 
 std::vector<PairRecord> Planner::Impl::pair_records() const {
   std::vector<int> slow_tests(static_cast<std::size_t>(n), 0);
-  std::map<std::pair<int, int>, int> slow_pair;  // slow tests of each pair, keyed (low, high)
   for (const auto& t : pair_tests)
-    if (t.slow) ++slow_tests[t.a], ++slow_tests[t.b], ++slow_pair[std::minmax(t.a, t.b)];
+    if (t.slow) ++slow_tests[t.a], ++slow_tests[t.b];
   std::vector<PairRecord> rec(static_cast<std::size_t>(n));
   std::vector<std::set<int>> partners(static_cast<std::size_t>(n));
   for (const auto& t : pair_tests) {
@@ -40,8 +38,9 @@ std::vector<PairRecord> Planner::Impl::pair_records() const {
         continue;
       }
       // A partner slow with others as well may be the slow one: the test says nothing about u.
-      // Its slow tests with u itself (an intermittent u may meet it more than once) are not others.
-      const int others = slow_tests[v] - slow_pair[std::minmax(u, v)];
+      // Its slow tests with u itself (an intermittent u may meet it more than once) are not others:
+      // they are the pair's link record (record_slow_pair keeps every slow pair test there).
+      const int others = slow_tests[v] - static_cast<int>(links.at(std::minmax(u, v)).slow_pair_tests.size());
       if (nodes[v].bad || others > 0) continue;
       ++r.tests, ++r.slow;
       partners[u].insert(v);
