@@ -63,11 +63,18 @@ double Planner::Impl::edge_fast_rate() const {
   return noise.readings >= kMinEdgeReadings ? static_cast<double>(noise.fast) / noise.readings : -1.0;
 }
 
+namespace {
+// The pair base rate from counts: -1 (unknown) below kMinPairTests.
+double pair_rate_of(long tests, long slow) {
+  return tests >= kMinPairTests ? static_cast<double>(slow) / static_cast<double>(tests) : -1.0;
+}
+}  // namespace
+
 double Planner::Impl::pair_slow_rate() const {
   long tests = 0, slow = 0;
   for (const auto& t : pair_tests)
     if (good(t.a) && good(t.b)) ++tests, slow += t.slow ? 1 : 0;
-  return tests >= kMinPairTests ? static_cast<double>(slow) / tests : -1.0;
+  return pair_rate_of(tests, slow);
 }
 
 // The floor (3) is the rule calibrated for 0.5% stragglers; noise.hpp's repeats_needed raises it.
@@ -95,13 +102,12 @@ int Planner::Impl::node_votes_needed() const {
 // The rate is the other nodes' pair tests: an intermittently slow node paired again and again would
 // otherwise raise the rate it is judged against until its own slow tests looked like noise.
 bool Planner::Impl::beyond_noise(int u, const PairRecord& r, double level) const {
+  // pair_rate is known only once count_pair_rates has sized the per-node counts.
   if (exact.active || noise.pair_rate <= 0.0) return true;
-  const auto i = static_cast<std::size_t>(u);
-  const long tests = noise.pair_tests - (i < noise.node_pair_tests.size() ? noise.node_pair_tests[i] : 0);
-  const long slow = noise.pair_slow - (i < noise.node_pair_slow.size() ? noise.node_pair_slow[i] : 0);
-  if (tests < kMinPairTests) return true;
-  const double rate = std::max(static_cast<double>(slow) / static_cast<double>(tests), 0.5 / static_cast<double>(tests));
-  return noise::binomial_tail(r.slow, r.tests, rate) < level;
+  const long tests = noise.pair_tests - noise.node_pair_tests[u];
+  const double rate = pair_rate_of(tests, noise.pair_slow - noise.node_pair_slow[u]);
+  if (rate < 0.0) return true;
+  return noise::binomial_tail(r.slow, r.tests, std::max(rate, 0.5 / static_cast<double>(tests))) < level;
 }
 
 bool Planner::Impl::significant_intermittent(int u, const PairRecord& r, int tested) const {
@@ -109,7 +115,6 @@ bool Planner::Impl::significant_intermittent(int u, const PairRecord& r, int tes
 }
 
 void Planner::Impl::count_pair_rates() {
-  noise.pair_rate = pair_slow_rate();
   noise.pair_tests = noise.pair_slow = 0;
   noise.node_pair_tests.assign(static_cast<std::size_t>(n), 0);
   noise.node_pair_slow.assign(static_cast<std::size_t>(n), 0);
@@ -121,6 +126,7 @@ void Planner::Impl::count_pair_rates() {
     ++noise.pair_slow;
     ++noise.node_pair_slow[t.a], ++noise.node_pair_slow[t.b];
   }
+  noise.pair_rate = pair_rate_of(noise.pair_tests, noise.pair_slow);
 }
 
 // A node with far more slow edge readings than the others' base rate predicts is slow, even when no
