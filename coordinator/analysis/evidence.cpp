@@ -161,6 +161,7 @@ std::vector<std::pair<int, int>> Planner::Impl::candidate_links() const {
 // candidate, and no bad or lost node, is explained by that link alone: it counts as a vote.
 void Planner::Impl::count_link_votes() {
   const auto cands = candidate_links();
+  if (cands.empty()) return;
   const auto rec = pair_records();
   for (auto [a, b] : cands) {
     auto& l = links[{a, b}];
@@ -187,8 +188,10 @@ void Planner::Impl::update_links() {
     count_link_votes();
     return;
   }
+  const auto cands = candidate_links();
+  if (cands.empty()) return;
   const auto rec = pair_records();
-  for (auto [a, b] : candidate_links())
+  for (auto [a, b] : cands)
     if (!has_group_evidence(a, b)) update_link(a, b, rec);
 }
 
