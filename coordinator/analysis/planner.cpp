@@ -57,6 +57,8 @@ Planner& Planner::operator=(Planner&&) noexcept = default;
 std::int64_t Planner::rounds() const { return impl_->book.observed; }
 std::int64_t Planner::tests() const { return impl_->book.tests; }
 bool Planner::done() const { return impl_->book.finished; }
+double one_fault_round_bound(int nodes) { return 2.0 * std::log2(static_cast<double>(std::max(1, nodes))) + 10.0; }
+
 std::string Planner::node_name(int u) const { return impl_->name(u); }
 std::vector<kiln::Finding> Planner::findings() const { return impl_->make_findings(); }
 

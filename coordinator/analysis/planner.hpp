@@ -110,6 +110,10 @@ struct PlannerConfig {
   std::uint64_t seed = 1;
 };
 
+// The rounds one fault may take to localize, 2 log2(N) + 10 (issue 13's target): the look-again
+// rounds stay within it (strategy_certify.cpp), and `kiln simulate` reports trials against it.
+double one_fault_round_bound(int nodes);
+
 class Planner {
  public:
   // n: number of nodes (indices 0..n-1). names: host names for entity ids (default "node<i>").

@@ -171,7 +171,7 @@ nlohmann::json summary(const SimulateOptions& opt, const Totals& t) {
           {"false_finding_trials", t.false_trials}, {"accounted_trials", t.accounted},
           {"switch_found_trials", t.switch_trials},
           {"rounds_mean", static_cast<double>(t.rounds_sum) / n}, {"rounds_max", t.rounds_max},
-          {"rounds_bound", 2.0 * std::log2(static_cast<double>(opt.nodes)) + 10.0},
+          {"rounds_bound", one_fault_round_bound(opt.nodes)},
           {"localized_round_mean", static_cast<double>(t.loc_sum) / n}, {"localized_round_max", t.loc_max},
           {"tests_mean", static_cast<double>(t.tests_sum) / n}, {"modelled_seconds_mean", t.time_sum / n},
           {"circle_rounds", circle_rounds(opt.nodes)}, {"circle_modelled_seconds", circle_modelled_seconds(opt)}};

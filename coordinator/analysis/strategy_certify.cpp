@@ -9,7 +9,6 @@
 // of two different colours (other than the candidates) ride along as pair groups in a third
 // colour's round, or get pair rounds of their own. One candidate: 2 rounds; two: 3.
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <set>
 
@@ -182,19 +181,19 @@ constexpr std::size_t kMinLookGroup = 4;
 
 bool next_look_round(Planner::Impl& s, std::vector<std::vector<int>>& groups, std::vector<Tag>& tags,
                      const std::vector<char>& busy) {
-  // Within the rounds one fault may take (2 log2 N + 10), less one for what a look may turn up.
-  const double budget = 2.0 * std::log2(static_cast<double>(std::max(2, s.n))) + 9.0;
-  if (!s.edges_seen || s.cert.repeats >= kLooks || static_cast<double>(s.book.observed) + 1.0 > budget) return false;
-  const auto rec = s.pair_records();
+  // Within the rounds one fault may take, less one for what a look may turn up.
+  if (!s.edges_seen || s.cert.repeats >= kLooks ||
+      static_cast<double>(s.book.observed) + 1.0 > one_fault_round_bound(s.n) - 1.0)
+    return false;
   std::vector<int> vgood;
-  int least = kLooks;
   for (int u = 0; u < s.n; ++u) {
     if (!s.good(u)) continue;
     if (busy[u]) return false;
     vgood.push_back(u);
-    least = std::min(least, rec[u].tests);
   }
-  if (least >= kLooks || vgood.size() < kMinLookGroup || vgood.size() > static_cast<std::size_t>(kSmallEdgeCluster)) return false;
+  if (vgood.size() < kMinLookGroup || vgood.size() > static_cast<std::size_t>(kSmallEdgeCluster)) return false;
+  const auto rec = s.pair_records();
+  if (std::all_of(vgood.begin(), vgood.end(), [&](int u) { return rec[u].tests >= kLooks; })) return false;
   ++s.cert.repeats;
   const int id = s.add_item(Item{0, {Block{vgood, {}}}, false, "cert"});
   groups.push_back(std::move(vgood));
