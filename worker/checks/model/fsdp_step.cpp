@@ -104,7 +104,6 @@ using nccl::detail::Communicator;
 using nccl::detail::SweepStopped;
 using Clock = gpu::Clock;
 
-
 // This rank's part: the timed steps (the three kinds interleaved, so drift affects them alike),
 // then the verified ones.
 RankReport measure(const Context& ctx, const Params& p, FsdpEngine& engine, Clock::time_point deadline) {
