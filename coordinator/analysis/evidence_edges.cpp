@@ -40,14 +40,26 @@ constexpr double kDecideZ = 2.5;
 constexpr double kClearZ = 1.5;
 constexpr std::ptrdiff_t kConfirmReadings = 3;
 constexpr double kMadToSigma = 1.4826;
+// A row whose median edge stands out by this much is left out of the baseline its row is judged on.
+constexpr double kLeanZ = 1.0;
 // Edges enough (a group of 8) for their MAD to be the spread on its own.
 constexpr std::size_t kOwnSpreadEdges = 28;
+// Edge deviations kept for the pooled spread (the latest, in a fixed rotation).
+constexpr std::size_t kEdgeSpreadCap = 4096;
 
 double median_of(std::vector<double> v) {
   const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
   std::nth_element(v.begin(), mid, v.end());
   if (v.size() % 2) return *mid;
   return (*mid + *std::max_element(v.begin(), mid)) / 2.0;
+}
+
+// A row's level: the median of its edges but the slowest, so one slow link (2x, z 14) cannot tip a
+// short row's median over the cutoff; a slow node is slow with all of its peers, less one changes
+// nothing. Rows of kMinRow keep every edge.
+double row_level(std::vector<double> zs) {
+  if (zs.size() > kMinRow) zs.erase(std::max_element(zs.begin(), zs.end()));
+  return median_of(std::move(zs));
 }
 
 struct ScoredEdge {
@@ -76,8 +88,7 @@ namespace {
 // 1.25x node's row is a quarter of a group of 8's edges, and widened the spread enough to hide a
 // 1.25x link beside it), and scored against the rest like any other edge.
 std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& rules, double floor,
-                                    const std::vector<int>& skip = {}) {
-  if (o.edges.size() >= kOwnSpreadEdges) floor = 0.0;
+                                    const std::vector<int>& skip = {}, std::vector<double>* devs = nullptr) {
   auto skipped = [&](const EdgeFigure& e) {
     return std::find(skip.begin(), skip.end(), e.a) != skip.end() || std::find(skip.begin(), skip.end(), e.b) != skip.end();
   };
@@ -87,10 +98,12 @@ std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& 
     if (!skipped(e)) base.push_back(logs.back());
   }
   if (base.size() < kMinMembers * (kMinMembers - 1) / 2) base = logs;
+  if (base.size() >= kOwnSpreadEdges) floor = 0.0;
   const double m = median_of(base);
   std::vector<double> dev;
   for (double x : base) dev.push_back(std::abs(x - m));
   const double sigma = std::max({kMadToSigma * median_of(dev), rules.min_rel_sigma, floor});
+  if (devs) *devs = std::move(dev);
   std::vector<ScoredEdge> out;
   for (std::size_t i = 0; i < logs.size(); ++i) {
     const auto [a, b] = std::minmax(o.edges[i].a, o.edges[i].b);
@@ -102,20 +115,38 @@ std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& 
 }  // namespace
 
 EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutcome& o, bool suspect) const {
+  // The floor for a group of few edges: the spread of the edges read so far, pooled over groups,
+  // once there are enough of them; until then the pair figures' (about twice as wide).
   double floor = 0.0;
-  if (auto ref = history.reference(2, cfg.size_bytes); ref && !ref->no_spread) floor = ref->log_sigma;
-  auto scored = score_edges(o, cfg.outliers, floor);
-  const double zc = cfg.outliers.z_cutoff;
-  std::map<int, std::vector<double>> row_z;
-  for (const auto& e : scored) row_z[e.a].push_back(e.z), row_z[e.b].push_back(e.z);
+  if (edge_spread.size() >= kOwnSpreadEdges) floor = kMadToSigma * median_of(edge_spread);
+  else if (auto ref = history.reference(2, cfg.size_bytes); ref && !ref->no_spread) floor = ref->log_sigma;
   EdgeReading r;
+  auto scored = score_edges(o, cfg.outliers, floor, {}, &r.deviations);
+  const double zc = cfg.outliers.z_cutoff;
+  auto rows_of = [&] {
+    std::map<int, std::vector<double>> row_z;
+    for (const auto& e : scored) row_z[e.a].push_back(e.z), row_z[e.b].push_back(e.z);
+    return row_z;
+  };
+  auto row_z = rows_of();
+  // Rows leaning slow are left out of the baseline before any row is judged: a 1.25x node's row
+  // is a quarter of a group of 8's edges and widens the spread it is judged against.
+  std::vector<int> leaning;
+  for (int u : g)
+    if (row_z[u].size() >= kMinRow && row_level(row_z[u]) >= kLeanZ) leaning.push_back(u);
+  if (!leaning.empty()) {
+    scored = score_edges(o, cfg.outliers, floor, leaning, &r.deviations);
+    row_z = rows_of();
+  }
   for (int u : g) {
     const auto& zs = row_z[u];
-    if (zs.size() < kMinRow || median_of(zs) < zc / 2) continue;
+    if (zs.size() < kMinRow || row_level(zs) < zc / 2) continue;
     r.slow_rows.push_back(u);
   }
-  // The other edges judged again against a baseline and spread of edges between fine rows only.
-  if (!r.slow_rows.empty()) scored = score_edges(o, cfg.outliers, floor, r.slow_rows);
+  // The other edges judged again against a baseline and spread of edges between fine rows only:
+  // rows that merely leaned stay in it, else a healthy node whose row leans by chance would have
+  // its edges judged against a baseline without them, and read slow more often than noise does.
+  if (!r.slow_rows.empty() || !leaning.empty()) scored = score_edges(o, cfg.outliers, floor, r.slow_rows, &r.deviations);
   auto in_row = [&](int u) { return std::find(r.slow_rows.begin(), r.slow_rows.end(), u) != r.slow_rows.end(); };
   r.suspect = suspect;
   for (const auto& e : scored) {
@@ -129,6 +160,7 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
     if (slow && in_row(e.a) != in_row(e.b)) r.row_partners[in_row(e.a) ? e.a : e.b].push_back(in_row(e.a) ? e.b : e.a);
     else if (known && !in_row(e.a) && !in_row(e.b)) r.readings.push_back({{e.a, e.b}, e.z});
     else if (open && !in_row(e.a) && !in_row(e.b) && suspect) r.slow_links.emplace_back(e.a, e.b);
+    else if (!in_row(e.a) && !in_row(e.b) && e.z >= kDecideZ && e.slowness >= kMinEdgeSlowness) r.sightings.emplace_back(e.a, e.b);
   }
   return r;
 }
@@ -147,6 +179,11 @@ Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t ro
     return j.verdict;
   }
   auto r = read_edges(g, o, suspect);
+  for (double d : r.deviations) {
+    if (edge_spread.size() < kEdgeSpreadCap) edge_spread.push_back(d);
+    else edge_spread[edge_spread_seen % kEdgeSpreadCap] = d;
+    ++edge_spread_seen;
+  }
   const bool leaf = explain_leaf_rows(o, r, round);  // a congested leaf's rows are its switch's
   if (j.verdict == Verdict::Slow && r.slow_rows.empty() && r.slow_links.empty() && !leaf) {
     // Uniformly slow: not the edges' story. A retest group is there for its edges alone.
@@ -200,17 +237,26 @@ void Planner::Impl::record_edge_evidence(const EdgeReading& r, std::int64_t roun
     partners.resize(std::min(partners.size(), kMaxRowVotes));
     for (int v : partners) nodes[u].slow_pairs.push_back({v, round, 0.0, figure});
   }
-  for (auto [a, b] : r.slow_links) ++links[{a, b}].edge_slow;
+  std::vector<std::pair<int, int>> opened = r.slow_links;
+  const int needed = r.sightings.empty() ? 0 : sightings_needed();
+  for (auto k : r.sightings)
+    if (++sightings[k] >= needed && !links.count(k)) {
+      opened.push_back(k);
+      ++noise.opened;
+      note(link_id(k.first, k.second) + " read slow in " + std::to_string(sightings[k]) +
+           " groups that time it again: link suspicion");
+    }
+  for (auto [a, b] : opened) ++links[{a, b}].edge_slow;
   for (const auto& [k, z] : r.readings) {
     auto& l = links[k];
     l.edge_z.push_back(z);
     ++(z >= kDecideZ ? l.edge_slow : l.edge_fast);
   }
-  if (rows.empty() && r.slow_links.empty()) return;
-  nlohmann::json e = {{"edges", {{"slow_rows", rows}, {"slow_edges", r.slow_links.size()}}}};
-  if (r.slow_links.size() <= 8) {
+  if (rows.empty() && opened.empty()) return;
+  nlohmann::json e = {{"edges", {{"slow_rows", rows}, {"slow_edges", opened.size()}}}};
+  if (opened.size() <= 8) {
     nlohmann::json l = nlohmann::json::array();
-    for (auto [a, b] : r.slow_links) l.push_back(link_id(a, b));
+    for (auto [a, b] : opened) l.push_back(link_id(a, b));
     e["edges"]["slow_links"] = l;
   }
   (*story.current)["slow"].push_back(e);

@@ -24,6 +24,11 @@ namespace kiln::analysis {
 
 namespace {
 
+// Fewest distinct slow partners for a hot node. Where noise predicts about one, the Poisson rule
+// alone fired on 9 or 10, which a healthy node reached in 1 of 1,000 campaigns at N=48 and 100 (its
+// slow readings come in clumps of 4-5 within one group, not one by one as the rule assumes); a 1.1x
+// node reads 20-30 in the same readings.
+constexpr int kMinHotPartners = 12;
 // Votes a hot node gets, one per distinct partner of a slow edge: as many as a slow row's.
 constexpr std::size_t kMaxHotVotes = 32;
 // Pair tests between known-good nodes before their slow fraction is a base rate; fewer: the rule's
@@ -84,6 +89,18 @@ int Planner::Impl::edge_readings_needed() const {
   return noise::repeats_needed(hi / (hi + lo), static_cast<double>(noise.opened), 3);
 }
 
+// An edge read again in groups that open no suspicion (up to kSightingReads looks) becomes one after
+// k slow readings, k the fewest at which noise would open less than one such suspicion among all
+// the cluster's edges, at the measured slow rate (1% until it is known).
+int Planner::Impl::sightings_needed() const {
+  constexpr int kSightingReads = 6;
+  const double p = std::max(edge_slow_rate(), 0.01);
+  const double edges = 0.5 * n * (n - 1.0);
+  int k = 2;
+  while (k < kSightingReads && edges * noise::binomial_tail(k, kSightingReads, p) > 1.0) ++k;
+  return k;
+}
+
 int Planner::Impl::link_votes_needed() const {
   return noise::votes_needed(pair_slow_rate(), static_cast<double>(links.size()), cfg.votes);
 }
@@ -142,7 +159,7 @@ void Planner::Impl::mark_hot_nodes(std::int64_t round) {
     // readings, so this over-predicts them (the rule errs towards noise).
     if (reads < kMinEdgeReadings) continue;
     const double rate = static_cast<double>(high) / static_cast<double>(reads);
-    if (!noise::hot(noise.high(u), noise.reads[u], rate, n)) continue;
+    if (noise.high(u) < kMinHotPartners || !noise::hot(noise.high(u), noise.reads[u], rate, n)) continue;
     d.bad = d.hot = true;
     d.bad_round = round;
     d.hot_expected = rate * noise.reads[u];

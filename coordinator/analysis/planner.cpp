@@ -149,7 +149,7 @@ std::vector<const GroupOutcome*> match_outcomes(const RoundPlan& plan,
 // Slow edges open link suspicions, except in groups that time edges timed before: a retest's or a
 // certification's own stragglers would open new suspicions as fast as the old are settled.
 bool opens_suspicions(const Planner::Impl& s, const Tag& t) {
-  if (t.kind == Tag::LinkRetest || t.kind == Tag::UplinkCheck) return false;
+  if (t.kind == Tag::LinkRetest || t.kind == Tag::RowRetest || t.kind == Tag::UplinkCheck) return false;
   if (t.kind != Tag::ItemTest) return true;
   const auto it = s.search.items.find(t.item);
   return it == s.search.items.end() || it->second.origin != "cert";

@@ -95,6 +95,10 @@ struct EdgeReading {
   std::vector<std::pair<int, int>> slow_links; // slow edges whose ends are otherwise fine, (low, high)
   std::map<int, std::vector<int>> row_partners;  // slow row -> peers of its slow edges
   std::vector<std::pair<std::pair<int, int>, double>> readings;  // candidates' edges again: (link, z)
+  // Slow edges in a group that opens no suspicion (a retest, certification, a look again): counted
+  // per edge, and a suspicion once an edge has read slow more often than noise explains.
+  std::vector<std::pair<int, int>> sightings;
+  std::vector<double> deviations;  // |log edge - median| of the edges the spread was taken from
   // Every edge with neither end in a slow row, for the base rates (evidence_noise.cpp): (a, b, level),
   // level 2 slow (z >= kDecideZ), -1 fast (z < kClearZ), 0 between.
   struct Clean {
@@ -163,7 +167,7 @@ struct Item {
 
 // What a planned group is for, so its outcome reaches the right bookkeeping.
 struct Tag {
-  enum Kind { ItemTest, Resolve, LinkRetest, Circle, Exact, UplinkCheck } kind = ItemTest;
+  enum Kind { ItemTest, Resolve, RowRetest, LinkRetest, Circle, Exact, UplinkCheck } kind = ItemTest;
   int item = -1;
   int block = -1;
   int part = 0;  // clique: half 0/1; biclique: diagonal 0/1; pair block: 0
@@ -190,6 +194,9 @@ struct Evidence {
   History history;                                 // fast figures, the baseline of later rounds
   bool edges_seen = false;                         // some group came back with per-edge figures
   NoiseCounts noise;                               // base rates, evidence_noise.cpp
+  std::map<std::pair<int, int>, int> sightings;    // slow readings of edges no suspicion holds
+  std::vector<double> edge_spread;                 // edge deviations of groups read so far, pooled
+  std::uint64_t edge_spread_seen = 0;
 };
 
 // Round bookkeeping: which round comes next, what has been seen, and why the planner stopped.
@@ -344,6 +351,7 @@ struct Planner::Impl : Setup, Evidence {
   double edge_fast_rate() const;           // p_lo: clean edge readings fast
   double pair_slow_rate() const;           // p_pair: pair tests between known-good nodes slow; -1 too few
   int edge_readings_needed() const;        // slow re-readings that confirm an edge suspicion
+  int sightings_needed() const;            // slow readings outside opening groups that open one
   int link_votes_needed() const;           // pair-test votes that confirm a link candidate
   int node_votes_needed() const;           // distinct known-good partners that make a node slow
   bool significant_intermittent(int u, const PairRecord& r, int tested) const;

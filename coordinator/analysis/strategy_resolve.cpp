@@ -60,6 +60,48 @@ int pick_partner(const Planner::Impl& s, const RoundDraft& round, int u, Partner
   return -1;
 }
 
+// With per-edge figures, suspects are retested as rows: up to kRowSuspects of them in an all-to-all
+// group padded with free known-good nodes to kRowGroup members (at least kMinRowGroup, so each row
+// has kSureRow peers and counts a vote per slow peer). A pair test times one edge, and its figure
+// spreads like one; a row times 7 or more at once, so a 1.25x node shows in every row while its
+// pair tests read as noise one time in three. Edge suspicions whose ends are in the group are read
+// again with it. Suspects without room in such a group are paired as before.
+constexpr std::size_t kRowSuspects = 2;
+constexpr std::size_t kRowGroup = 16;
+constexpr std::size_t kMinRowGroup = 8;
+
+int row_suspects(Planner::Impl& s, RoundDraft& round, const std::vector<int>& needs, PartnerPool& pool,
+                 std::vector<char>& placed) {
+  if (!s.edges_seen || s.n > kSmallEdgeCluster) return 0;
+  std::vector<int> todo;
+  for (int u : needs)
+    if (!round.busy[u] && s.nodes[u].resolution_tests < s.cfg.max_tests_per_node) todo.push_back(u);
+  int rows = 0;
+  std::vector<int> pad;
+  for (int g : pool.good)
+    if (!round.busy[g] && std::find(needs.begin(), needs.end(), g) == needs.end()) pad.push_back(g);
+  for (std::size_t i = 0; i < todo.size(); i += kRowSuspects) {
+    const std::vector<int> suspects(todo.begin() + static_cast<std::ptrdiff_t>(i),
+                                    todo.begin() + static_cast<std::ptrdiff_t>(std::min(todo.size(), i + kRowSuspects)));
+    auto g = suspects;
+    // Suspects left for pair tests keep a free known-good partner each.
+    const std::size_t left = todo.size() - std::min(todo.size(), i + kRowSuspects);
+    const std::size_t want = std::max(kRowGroup, g.size() + kMinRowGroup);
+    while (g.size() < want && pad.size() > left) g.push_back(pad.back()), pad.pop_back();
+    if (g.size() < kMinRowGroup) {
+      for (std::size_t k = suspects.size(); k < g.size(); ++k) pad.push_back(g[k]);
+      break;
+    }
+    for (int u : suspects) {
+      ++s.nodes[u].resolution_tests;
+      placed[u] = 1;
+      ++rows;
+    }
+    round.add(std::move(g), Tag{Tag::RowRetest});
+  }
+  return rows;
+}
+
 int pair_suspects(Planner::Impl& s, RoundDraft& round) {
   PartnerPool pool;
   for (int u = 0; u < s.n; ++u)
@@ -68,7 +110,11 @@ int pair_suspects(Planner::Impl& s, RoundDraft& round) {
   for (auto [a, b] : s.candidate_links()) pool.link_ends.insert({a, b});
   int paired = 0;
   const auto needs = s.nodes_needing_test();
+  std::vector<char> placed(static_cast<std::size_t>(s.n), 0);
+  if (const int rows = row_suspects(s, round, needs, pool, placed); rows > 0)
+    round.explain(std::to_string(rows) + " suspect(s) timed against known-good peers inside all-to-all groups");
   for (int u : needs) {
+    if (placed[u]) continue;
     auto& d = s.nodes[u];
     if (round.busy[u]) continue;
     const int partner = d.resolution_tests < s.cfg.max_tests_per_node
