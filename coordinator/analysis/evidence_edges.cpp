@@ -158,7 +158,18 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   if (!r.slow_rows.empty() || !leaning.empty()) scored = score_edges(o, cfg.outliers, floor, r.slow_rows, &r.deviations);
   auto in_row = [&](int u) { return std::find(r.slow_rows.begin(), r.slow_rows.end(), u) != r.slow_rows.end(); };
   r.suspect = suspect;
-  for (const auto& e : scored) {
+  // Known links are read again against the baseline without the leaning rows as well, when neither
+  // end leans: a 1.25x node whose row leaned but fell short of slow widened the spread its group's
+  // other edges were judged on, and a 1.25x link beside it read z 0.9 and was cleared (N=8).
+  std::vector<ScoredEdge> lean_scored;
+  if (!leaning.empty()) {
+    auto skip = r.slow_rows;
+    skip.insert(skip.end(), leaning.begin(), leaning.end());
+    lean_scored = score_edges(o, cfg.outliers, floor, skip);
+  }
+  auto leans = [&](int u) { return std::find(leaning.begin(), leaning.end(), u) != leaning.end(); };
+  for (std::size_t i = 0; i < scored.size(); ++i) {
+    const auto& e = scored[i];
     if (!in_row(e.a) && !in_row(e.b)) {
       const bool high = e.z >= kDecideZ && e.slowness >= kMinEdgeSlowness;
       r.clean.push_back({e.a, e.b, high ? 2 : e.z < kClearZ ? -1 : 0});
@@ -167,7 +178,8 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
     const bool open = e.z >= std::min(zc, kOpenZ) && e.slowness >= kMinEdgeSlowness;
     const bool known = links.count({e.a, e.b}) > 0;
     if (slow && in_row(e.a) != in_row(e.b)) r.row_partners[in_row(e.a) ? e.a : e.b].push_back(in_row(e.a) ? e.b : e.a);
-    else if (known && !in_row(e.a) && !in_row(e.b)) r.readings.push_back({{e.a, e.b}, e.z});
+    else if (known && !in_row(e.a) && !in_row(e.b))
+      r.readings.push_back({{e.a, e.b}, lean_scored.empty() || leans(e.a) || leans(e.b) ? e.z : lean_scored[i].z});
     else if (open && !in_row(e.a) && !in_row(e.b) && suspect) r.slow_links.emplace_back(e.a, e.b);
     else if (!in_row(e.a) && !in_row(e.b) && e.z >= kDecideZ && e.slowness >= kMinEdgeSlowness) r.sightings.emplace_back(e.a, e.b);
   }
