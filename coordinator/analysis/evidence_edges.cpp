@@ -42,10 +42,13 @@ constexpr std::ptrdiff_t kConfirmReadings = 3;
 constexpr double kMadToSigma = 1.4826;
 // A row whose median edge stands out by this much is left out of the baseline its row is judged on.
 constexpr double kLeanZ = 1.0;
-// Edges enough (a group of 8) for their MAD to be the spread on its own.
+// Edges enough (a group of 8) for their MAD to do without the pair figures' spread as a floor, and
+// pooled edges enough for the pooled spread to be one.
 constexpr std::size_t kOwnSpreadEdges = 28;
-// Edge deviations kept for the pooled spread (the latest, in a fixed rotation).
+// Edge deviations kept for the pooled spread (the latest, in a fixed rotation), and the most one
+// group adds.
 constexpr std::size_t kEdgeSpreadCap = 4096;
+constexpr std::size_t kSpreadPerGroup = 512;
 
 double median_of(std::vector<double> v) {
   const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
@@ -93,7 +96,7 @@ namespace {
 // by the configured relative floor and by `floor` (the pooled edge spread; before there is one, the
 // pair figures' spread for a group of few edges only: a pair's figure is its slower end's,
 // stragglers included, so it spreads about twice as wide as one edge and would hide a 1.25x link).
-// skip: members whose rows are slow; their edges are left out of the median and the spread (a
+// skip: members whose rows are slow (or, for judging rows, lean); their edges are left out of the median and the spread (a
 // 1.25x node's row is a quarter of a group of 8's edges, and widened the spread enough to hide a
 // 1.25x link beside it), and scored against the rest like any other edge.
 std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& rules, Floor floor,
@@ -124,8 +127,8 @@ std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& 
 }  // namespace
 
 EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutcome& o, bool suspect) const {
-  // The floor for a group of few edges: the spread of the edges read so far, pooled over groups,
-  // once there are enough of them; until then the pair figures' (about twice as wide).
+  // The floor for every group: the spread of the edges read so far, pooled over groups, once there
+  // are enough of them; until then, for a group of few edges, the pair figures' (about twice as wide).
   Floor floor;
   if (edge_spread.size() >= kOwnSpreadEdges) floor.edges = kMadToSigma * median_of(edge_spread);
   else if (auto ref = history.reference(2, cfg.size_bytes); ref && !ref->no_spread) floor.pairs = ref->log_sigma;
@@ -158,30 +161,18 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   if (!r.slow_rows.empty() || !leaning.empty()) scored = score_edges(o, cfg.outliers, floor, r.slow_rows, &r.deviations);
   auto in_row = [&](int u) { return std::find(r.slow_rows.begin(), r.slow_rows.end(), u) != r.slow_rows.end(); };
   r.suspect = suspect;
-  // Known links are read again against the baseline without the leaning rows as well, when neither
-  // end leans: a 1.25x node whose row leaned but fell short of slow widened the spread its group's
-  // other edges were judged on, and a 1.25x link beside it read z 0.9 and was cleared (N=8).
-  std::vector<ScoredEdge> lean_scored;
-  if (!leaning.empty()) {
-    auto skip = r.slow_rows;
-    skip.insert(skip.end(), leaning.begin(), leaning.end());
-    lean_scored = score_edges(o, cfg.outliers, floor, skip);
-  }
-  auto leans = [&](int u) { return std::find(leaning.begin(), leaning.end(), u) != leaning.end(); };
-  for (std::size_t i = 0; i < scored.size(); ++i) {
-    const auto& e = scored[i];
-    if (!in_row(e.a) && !in_row(e.b)) {
-      const bool high = e.z >= kDecideZ && e.slowness >= kMinEdgeSlowness;
-      r.clean.push_back({e.a, e.b, high ? 2 : e.z < kClearZ ? -1 : 0});
-    }
+  for (const auto& e : scored) {
     const bool slow = e.z >= zc && e.slowness >= kMinEdgeSlowness;
+    if (in_row(e.a) || in_row(e.b)) {
+      if (slow && in_row(e.a) != in_row(e.b)) r.row_partners[in_row(e.a) ? e.a : e.b].push_back(in_row(e.a) ? e.b : e.a);
+      continue;
+    }
+    const bool high = e.z >= kDecideZ && e.slowness >= kMinEdgeSlowness;
+    r.clean.push_back({e.a, e.b, high ? 2 : e.z < kClearZ ? -1 : 0});
     const bool open = e.z >= std::min(zc, kOpenZ) && e.slowness >= kMinEdgeSlowness;
-    const bool known = links.count({e.a, e.b}) > 0;
-    if (slow && in_row(e.a) != in_row(e.b)) r.row_partners[in_row(e.a) ? e.a : e.b].push_back(in_row(e.a) ? e.b : e.a);
-    else if (known && !in_row(e.a) && !in_row(e.b))
-      r.readings.push_back({{e.a, e.b}, lean_scored.empty() || leans(e.a) || leans(e.b) ? e.z : lean_scored[i].z});
-    else if (open && !in_row(e.a) && !in_row(e.b) && suspect) r.slow_links.emplace_back(e.a, e.b);
-    else if (!in_row(e.a) && !in_row(e.b) && e.z >= kDecideZ && e.slowness >= kMinEdgeSlowness) r.sightings.emplace_back(e.a, e.b);
+    if (links.count({e.a, e.b}) > 0) r.readings.push_back({{e.a, e.b}, e.z});
+    else if (open && suspect) r.slow_links.emplace_back(e.a, e.b);
+    else if (high) r.sightings.emplace_back(e.a, e.b), r.far_sighting = r.far_sighting || slow;
   }
   return r;
 }
@@ -200,18 +191,18 @@ Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t ro
     return j.verdict;
   }
   auto r = read_edges(g, o, suspect);
-  for (double d : r.deviations) {
-    if (edge_spread.size() < kEdgeSpreadCap) edge_spread.push_back(d);
-    else edge_spread[edge_spread_seen % kEdgeSpreadCap] = d;
-    ++edge_spread_seen;
-  }
+  pool_deviations(r.deviations);
   const bool leaf = explain_leaf_rows(o, r, round);  // a congested leaf's rows are its switch's
-  // Slow edges the group may not open suspicions on still explain it: a known link read again, or a
-  // sighting. (A retest group of 8 holding a 3.4x link read slow, was taken for uniformly slow, and
-  // its readings were dropped: three edge retests without one reading.)
+  // A known link read slow again explains a slow group too (a retest group of 8 holding a 3.4x link
+  // was taken for uniformly slow and its readings dropped: three edge retests without one reading),
+  // and so does an edge far out (z_cutoff) in a group that opens no suspicion. A sighting nearer in
+  // does not: 1% of healthy edges read so, most groups of 16 or more hold one.
   const bool known_slow = std::any_of(r.readings.begin(), r.readings.end(), [](const auto& x) { return x.second >= kDecideZ; });
-  if (j.verdict == Verdict::Slow && r.slow_rows.empty() && r.slow_links.empty() && !known_slow && r.sightings.empty() && !leaf) {
-    // Uniformly slow: not the edges' story. A retest group is there for its edges alone.
+  const bool edge_slow = known_slow || r.far_sighting;
+  if (j.verdict == Verdict::Slow && r.slow_rows.empty() && r.slow_links.empty() && !edge_slow && !leaf) {
+    // Uniformly slow: not the edges' story. A retest group is there for its edges alone. Its
+    // sightings still count: they were read against the group's own median.
+    record_sightings(r);
     if (suspect) record_group(g, round, figure, j);
     return j.verdict;
   }
@@ -226,13 +217,40 @@ Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t ro
   for (int u : g)
     if (std::find(r.slow_rows.begin(), r.slow_rows.end(), u) == r.slow_rows.end())
       fine.push_back(u);
-  const bool clean = r.slow_rows.empty() && r.slow_links.empty();
+  const bool clean = r.slow_rows.empty() && r.slow_links.empty() && !edge_slow;
   record_fast(fine, round, figure, clean);
   if (clean && j.verdict == Verdict::Fast)
     history.add(static_cast<int>(g.size()), cfg.size_bytes, to_cost(figure, cfg.outliers.direction));
   // Every edge was timed: slow rows are node evidence and slow edges suspicions retested as edges,
   // so bisecting the group on its figure would only time the same edges again in more rounds.
   return Verdict::Fast;
+}
+
+// A group's deviations join the pooled edge spread, at most kSpreadPerGroup of them evenly spread
+// over its edges, so that one group of 256 (32,640 edges) does not replace the pool with its last
+// few rows.
+void Planner::Impl::pool_deviations(const std::vector<double>& devs) {
+  const std::size_t step = std::max<std::size_t>(1, devs.size() / kSpreadPerGroup);
+  for (std::size_t i = 0; i < devs.size(); i += step) {
+    if (edge_spread.size() < kEdgeSpreadCap) edge_spread.push_back(devs[i]);
+    else edge_spread[edge_spread_seen % kEdgeSpreadCap] = devs[i];
+    ++edge_spread_seen;
+  }
+}
+
+// Sightings counted per edge; those that reach sightings_needed() open suspicions (returned).
+std::vector<std::pair<int, int>> Planner::Impl::record_sightings(const EdgeReading& r) {
+  std::vector<std::pair<int, int>> opened;
+  const int needed = r.sightings.empty() ? 0 : sightings_needed();
+  for (auto k : r.sightings)
+    if (++sightings[k] >= needed && !links.count(k)) {
+      ++links[k].edge_slow;
+      ++noise.opened;
+      opened.push_back(k);
+      note(link_id(k.first, k.second) + " read slow in " + std::to_string(sightings[k]) +
+           " groups that time it again: link suspicion");
+    }
+  return opened;
 }
 
 bool Planner::Impl::decide_edge_link(int a, int b) {
@@ -262,16 +280,9 @@ void Planner::Impl::record_edge_evidence(const EdgeReading& r, std::int64_t roun
     partners.resize(std::min(partners.size(), kMaxRowVotes));
     for (int v : partners) nodes[u].slow_pairs.push_back({v, round, 0.0, figure});
   }
-  std::vector<std::pair<int, int>> opened = r.slow_links;
-  const int needed = r.sightings.empty() ? 0 : sightings_needed();
-  for (auto k : r.sightings)
-    if (++sightings[k] >= needed && !links.count(k)) {
-      opened.push_back(k);
-      ++noise.opened;
-      note(link_id(k.first, k.second) + " read slow in " + std::to_string(sightings[k]) +
-           " groups that time it again: link suspicion");
-    }
-  for (auto [a, b] : opened) ++links[{a, b}].edge_slow;
+  auto opened = r.slow_links;
+  for (auto k : record_sightings(r)) opened.push_back(k);
+  for (auto [a, b] : r.slow_links) ++links[{a, b}].edge_slow;
   for (const auto& [k, z] : r.readings) {
     auto& l = links[k];
     l.edge_z.push_back(z);

@@ -27,7 +27,8 @@ namespace {
 // Fewest distinct slow partners for a hot node. Where noise predicts about one, the Poisson rule
 // alone fired on 9 or 10, which a healthy node reached in 1 of 1,000 campaigns at N=48 and 100 (its
 // slow readings come in clumps of 4-5 within one group, not one by one as the rule assumes); a 1.1x
-// node reads 20-30 in the same readings.
+// node reads 20-30 in the same readings. So the rule cannot name a node of a cluster of 12 or fewer
+// (its rows and pair tests do).
 constexpr int kMinHotPartners = 12;
 // Votes a hot node gets, one per distinct partner of a slow edge: as many as a slow row's.
 constexpr std::size_t kMaxHotVotes = 32;

@@ -234,9 +234,12 @@ bool Planner::Impl::explain_leaf_rows(const GroupOutcome& o, EdgeReading& r, std
   r.slow_rows.erase(std::remove_if(r.slow_rows.begin(), r.slow_rows.end(), explained), r.slow_rows.end());
   for (auto it = r.row_partners.begin(); it != r.row_partners.end();)
     it = explained(it->first) ? r.row_partners.erase(it) : std::next(it);
-  r.slow_links.erase(std::remove_if(r.slow_links.begin(), r.slow_links.end(),
-                                    [&](const auto& ab) { return explained(ab.first) || explained(ab.second); }),
-                     r.slow_links.end());
+  auto either = [&](const auto& ab) { return explained(ab.first) || explained(ab.second); };
+  r.slow_links.erase(std::remove_if(r.slow_links.begin(), r.slow_links.end(), either), r.slow_links.end());
+  // Its crossing edges are no sightings, nor readings of known links: the uplink explains them.
+  r.sightings.erase(std::remove_if(r.sightings.begin(), r.sightings.end(), either), r.sightings.end());
+  r.readings.erase(std::remove_if(r.readings.begin(), r.readings.end(), [&](const auto& x) { return either(x.first); }),
+                   r.readings.end());
   return true;
 }
 

@@ -98,6 +98,7 @@ struct EdgeReading {
   // Slow edges in a group that opens no suspicion (a retest, certification, a look again): counted
   // per edge, and a suspicion once an edge has read slow more often than noise explains.
   std::vector<std::pair<int, int>> sightings;
+  bool far_sighting = false;  // one of them at z_cutoff or beyond
   std::vector<double> deviations;  // |log edge - median| of the edges the spread was taken from
   // Every edge with neither end in a slow row, for the base rates (evidence_noise.cpp): (a, b, level),
   // level 2 slow (z >= kDecideZ), -1 fast (z < kClearZ), 0 between.
@@ -336,6 +337,8 @@ struct Planner::Impl : Setup, Evidence {
   Verdict record_outcome(const std::vector<int>& g, std::int64_t round, const GroupOutcome& o,
                          const Judgement& j, bool suspect = true);
   void record_edge_evidence(const EdgeReading& r, std::int64_t round, double figure);
+  void pool_deviations(const std::vector<double>& devs);
+  std::vector<std::pair<int, int>> record_sightings(const EdgeReading& r);
   // A link opened by a slow edge, decided on its later edge readings; false if they cannot yet.
   bool decide_edge_link(int a, int b);
 

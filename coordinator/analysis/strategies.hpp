@@ -5,8 +5,9 @@
 //   exact      strategy_exact.cpp      fewer than 8 nodes: every pair, repeated, judged exactly
 //   all-pairs  strategy_all_pairs.cpp  Full mode: the circle method, every pair exactly once
 //   screen     strategy_screen.cpp     Adaptive mode, first round: every node in one group
-//   resolve    strategy_resolve.cpp    suspects meet known-good partners; link candidates short of
-//                                      votes are retested as pairs
+//   resolve    strategy_resolve.cpp    suspects meet known-good partners (as rows in all-to-all
+//                                      groups with per-edge figures up to 256 nodes, else as pairs);
+//                                      link candidates short of votes are retested as pairs
 //   split      strategy_split.cpp      the group-testing search: launch it, split every slow group,
 //                                      sweep the nodes it left idle
 //   retest-edges strategy_resolve.cpp  link suspicions from per-edge figures, measured again inside

@@ -1,8 +1,9 @@
-// Resolve: pair tests for what the evidence cannot decide yet. Every suspect (a node outside any
-// search that was never in a fast group: one from a slow pair, or one never tested) meets a
-// known-good partner it has not met, all suspects in the same round, so each round can add one vote
-// per suspect; a suspect that runs out of tests or partners is left unresolved rather than guessed
-// at. Link candidates short of votes are retested as pairs.
+// Resolve: tests for what the evidence cannot decide yet. Every suspect (a node outside any search
+// that was never in a fast group: one from a slow pair, or one never tested) is tested again in the
+// same round as the others: with per-edge figures (up to 256 nodes) as a row among known-good peers,
+// otherwise, or where no such group can be made, with a known-good partner it has not met, so each
+// round can add votes per suspect; a suspect that runs out of tests or partners is left unresolved
+// rather than guessed at. Link candidates short of votes are retested as pairs.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -67,7 +68,8 @@ int pick_partner(const Planner::Impl& s, const RoundDraft& round, int u, Partner
 
 // With per-edge figures, suspects are retested as rows: up to kRowSuspects of them in an all-to-all
 // group padded with free known-good nodes to kRowGroup members (at least kMinRowGroup, so each row
-// has kSureRow peers and counts a vote per slow peer). A pair test times one edge, and its figure
+// has kSureRow peers and, a slow one, counts a vote per slow known-good peer); ends of link
+// candidates pad last, since the link retests planned after this need both ends free. A pair test times one edge, and its figure
 // spreads like one; a row times 7 or more at once, so a 1.25x node shows in every row while its
 // pair tests read as noise one time in three. Edge suspicions whose ends are in the group are read
 // again with it. Suspects without room in such a group are paired as before.
@@ -82,21 +84,20 @@ int row_suspects(Planner::Impl& s, RoundDraft& round, const std::vector<int>& ne
   for (int u : needs)
     if (!round.busy[u] && s.nodes[u].resolution_tests < s.cfg.max_tests_per_node) todo.push_back(u);
   int rows = 0;
-  std::vector<int> pad;
-  for (int g : pool.good)
-    if (!round.busy[g] && std::find(needs.begin(), needs.end(), g) == needs.end()) pad.push_back(g);
+  std::vector<int> pad;  // taken from the back: link ends first, so they go last
+  for (bool ends : {true, false})
+    for (int g : pool.good)
+      if (!round.busy[g] && pool.link_ends.count(g) == (ends ? 1u : 0u) &&
+          std::find(needs.begin(), needs.end(), g) == needs.end())
+        pad.push_back(g);
   for (std::size_t i = 0; i < todo.size(); i += kRowSuspects) {
     const std::vector<int> suspects(todo.begin() + static_cast<std::ptrdiff_t>(i),
                                     todo.begin() + static_cast<std::ptrdiff_t>(std::min(todo.size(), i + kRowSuspects)));
     auto g = suspects;
     // Suspects left for pair tests keep a free known-good partner each.
     const std::size_t left = todo.size() - std::min(todo.size(), i + kRowSuspects);
-    const std::size_t want = std::max(kRowGroup, g.size() + kMinRowGroup);
-    while (g.size() < want && pad.size() > left) g.push_back(pad.back()), pad.pop_back();
-    if (g.size() < kMinRowGroup) {
-      for (std::size_t k = suspects.size(); k < g.size(); ++k) pad.push_back(g[k]);
-      break;
-    }
+    while (g.size() < kRowGroup && pad.size() > left) g.push_back(pad.back()), pad.pop_back();
+    if (g.size() < kMinRowGroup) break;
     for (int u : suspects) {
       ++s.nodes[u].resolution_tests;
       placed[u] = 1;
@@ -125,7 +126,12 @@ int pair_suspects(Planner::Impl& s, RoundDraft& round) {
     const int partner = d.resolution_tests < s.cfg.max_tests_per_node
                             ? pick_partner(s, round, u, pool, needs) : -1;
     if (partner < 0) {
-      d.unresolved = true;
+      // Untried known-good partners that are only busy this round (in row groups, say): wait.
+      const bool busy_only = d.resolution_tests < s.cfg.max_tests_per_node &&
+                             std::any_of(pool.good.begin(), pool.good.end(), [&](int g) {
+                               return g != u && std::find(d.tried.begin(), d.tried.end(), g) == d.tried.end();
+                             });
+      if (!busy_only) d.unresolved = true;
       continue;
     }
     d.tried.push_back(partner);
@@ -163,8 +169,8 @@ int retest_links(Planner::Impl& s, RoundDraft& round) {
 // are measured again next to healthy ones: one group of up to kMaxEdgeGroup members retests every
 // suspicion among its members at once, however many share an end, and its edges are judged as the
 // first were. Groups hold the suspicions' ends, packed together and padded with free
-// known-good nodes so each has a baseline of healthy edges. After kEdgeRetests such rounds (say the
-// test stopped timing every peer) what is left is retested as pairs.
+// known-good nodes so each has a baseline of healthy edges. After edge_retests() such rounds (3, or
+// 6 up to 256 nodes; more when noise asks) what is left is retested as pairs.
 // Suspicions are packed edge by edge: an edge joins the group holding one of its ends while that
 // group has room, else a group of its own; an edge whose ends sit in two different groups waits for
 // the next round. (Packing whole connected parts made one part of most nodes when noise opened
