@@ -77,6 +77,39 @@ kiln::analysis::SimulateOptions per_peer(const std::string& model, int nodes) {
   return opt;
 }
 
+// The diluted model with no fault planted, at a noise level.
+kiln::analysis::SimulateOptions healthy(int nodes, double noise) {
+  auto opt = per_peer("diluted", nodes);
+  opt.bad_nodes = 0;
+  opt.bad_links = 0;
+  opt.noise = noise;
+  return opt;
+}
+
+// Faults found, faults planted and false findings over seeds 1..seeds.
+struct Tally {
+  int found = 0, truth = 0, false_findings = 0;
+};
+Tally tally(const kiln::analysis::SimulateOptions& opt, std::uint64_t seeds) {
+  Tally t;
+  for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
+    const auto r = kiln::analysis::simulate_trial(opt, seed, false);
+    t.found += r.true_positives;
+    t.truth += r.truth;
+    t.false_findings += r.false_findings;
+  }
+  return t;
+}
+
+// Conclusions of a trial's story (simulate_trial with opt.story) that contain `text`.
+int concluded(const nlohmann::json& detail, const std::string& text) {
+  int n = 0;
+  for (const auto& round : detail["story"]["rounds"])
+    for (const auto& c : round["concluded"])
+      if (c.get<std::string>().find(text) != std::string::npos) ++n;
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("intermittent, per-edge figures: a node slow in half the rounds is accounted for at N=8 and 12, with no false finding",
@@ -118,16 +151,10 @@ TEST_CASE("per-edge figures: a slow node's row does not hide a mild link beside 
           "[analysis][edges]") {
   // The node's row was a sixth of the group's edges and widened their spread until the 1.25x link
   // read z ~2.4, below the 2.5 that opens a suspicion: recall 0.23 over 40 seeds before, 0.86 after.
-  int found = 0, truth = 0, false_findings = 0;
-  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
-    const auto r = kiln::analysis::simulate_trial(per_peer("diluted", 12), seed, false);
-    found += r.true_positives;
-    truth += r.truth;
-    false_findings += r.false_findings;
-  }
-  INFO(found << " of " << truth << " faults found, " << false_findings << " false findings");
-  CHECK(found >= truth * 3 / 4);
-  CHECK(false_findings == 0);
+  const auto t = tally(per_peer("diluted", 12), 20);
+  INFO(t.found << " of " << t.truth << " faults found, " << t.false_findings << " false findings");
+  CHECK(t.found >= t.truth * 3 / 4);
+  CHECK(t.false_findings == 0);
 }
 
 TEST_CASE("congestion: one congested leaf among four is the only switch finding (N=100, seed 14)", "[analysis][switch]") {
@@ -192,11 +219,7 @@ TEST_CASE("per-edge figures: a link the opening all-to-all missed is opened by i
   const auto r = kiln::analysis::simulate_trial(opt, 10, true);
   CHECK(r.false_findings == 0);
   CHECK(r.true_positives == r.truth);
-  bool sighted = false;
-  for (const auto& round : r.detail["story"]["rounds"])
-    for (const auto& c : round["concluded"])
-      if (c.get<std::string>().find("groups that time it again: link suspicion") != std::string::npos) sighted = true;
-  CHECK(sighted);
+  CHECK(concluded(r.detail, "groups that time it again: link suspicion") >= 1);
 }
 
 TEST_CASE("per-edge figures: a node with one 2x link is not a slow row, nor a slow node (topology, N=8, 100 seeds)",
@@ -204,26 +227,17 @@ TEST_CASE("per-edge figures: a node with one 2x link is not a slow row, nor a sl
   // A row of 6 holding the 2x link edge had that edge as one of its middle two: the row read slow,
   // its node was watched, and the link's pair retests made it "intermittently slow". A row's level
   // now leaves its slowest edge out.
-  int false_findings = 0, found = 0, truth = 0;
-  for (std::uint64_t seed = 1; seed <= 100; ++seed) {
-    const auto r = kiln::analysis::simulate_trial(per_peer("topology", 8), seed, false);
-    false_findings += r.false_findings;
-    found += r.true_positives;
-    truth += r.truth;
-  }
-  INFO(found << " of " << truth << " faults found, " << false_findings << " false findings");
-  CHECK(false_findings == 0);
-  CHECK(found >= truth * 95 / 100);
+  const auto t = tally(per_peer("topology", 8), 100);
+  INFO(t.found << " of " << t.truth << " faults found, " << t.false_findings << " false findings");
+  CHECK(t.false_findings == 0);
+  CHECK(t.found >= t.truth * 95 / 100);
 }
 
 TEST_CASE("hot node: slow readings that come in clumps in two groups do not name a healthy node (N=100, noise 10%, seed 139)",
           "[analysis][noise]") {
   // node30 read slow with 5 of 83 peers in one group and 4 of 36 in another, where the campaign's
   // rate predicts 1 in all: the Poisson rule alone named it. A hot node needs 12 slow partners.
-  auto opt = per_peer("diluted", 100);
-  opt.bad_nodes = 0;
-  opt.bad_links = 0;
-  opt.noise = 0.10;
+  auto opt = healthy(100, 0.10);
   const auto r = kiln::analysis::simulate_trial(opt, 139, false);
   CHECK(r.findings == 0);
   CHECK(r.false_findings == 0);
@@ -239,11 +253,7 @@ TEST_CASE("per-edge figures: a retest group that is slow because of the links it
   const auto r = kiln::analysis::simulate_trial(opt, 1, true);
   CHECK(r.false_findings == 0);
   CHECK(r.true_positives == r.truth);
-  int by_edges = 0;
-  for (const auto& round : r.detail["story"]["rounds"])
-    for (const auto& c : round["concluded"])
-      if (c.get<std::string>().find("stands out among its group's edges") != std::string::npos) ++by_edges;
-  CHECK(by_edges == 2);
+  CHECK(concluded(r.detail, "stands out among its group's edges") == 2);
 }
 
 TEST_CASE("per-edge figures: a small retest group's own spread cannot make a healthy edge a link (N=256, noise 10%, seed 246)",
@@ -251,10 +261,7 @@ TEST_CASE("per-edge figures: a small retest group's own spread cannot make a hea
   // The edge read z 2.8 in the first all-to-all and 3 more times slow in retest groups of 193, 27
   // and 8 whose spread was their own MAD alone: link.slow in a healthy cluster. With the pooled edge
   // spread as the floor of every group's spread, its first retest clears it.
-  auto opt = per_peer("diluted", 256);
-  opt.bad_nodes = 0;
-  opt.bad_links = 0;
-  opt.noise = 0.10;
+  auto opt = healthy(256, 0.10);
   const auto r = kiln::analysis::simulate_trial(opt, 246, false);
   CHECK(r.findings == 0);
 }
@@ -263,10 +270,7 @@ TEST_CASE("edge readings needed: at 1,024 nodes noise's thousands of suspicions 
           "[analysis][noise]") {
   // About 8,000 suspicions opened by 5% noise; at alpha 1% per campaign three slow readings were
   // enough, and node711<->node926 read slow on three (one false link in 100 healthy campaigns).
-  auto opt = per_peer("diluted", 1024);
-  opt.bad_nodes = 0;
-  opt.bad_links = 0;
-  opt.noise = 0.05;
+  auto opt = healthy(1024, 0.05);
   opt.story = true;
   const auto r = kiln::analysis::simulate_trial(opt, 11, true);
   CHECK(r.findings == 0);
