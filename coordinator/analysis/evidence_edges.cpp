@@ -135,21 +135,18 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   EdgeReading r;
   auto scored = score_edges(o, cfg.outliers, floor, {}, &r.deviations);
   const double zc = cfg.outliers.z_cutoff;
-  auto rows_of = [&] {
+  auto rows_of = [](const std::vector<ScoredEdge>& edges) {
     std::map<int, std::vector<double>> row_z;
-    for (const auto& e : scored) row_z[e.a].push_back(e.z), row_z[e.b].push_back(e.z);
+    for (const auto& e : edges) row_z[e.a].push_back(e.z), row_z[e.b].push_back(e.z);
     return row_z;
   };
-  auto row_z = rows_of();
+  auto row_z = rows_of(scored);
   // Rows leaning slow are left out of the baseline before any row is judged: a 1.25x node's row
   // is a quarter of a group of 8's edges and widens the spread it is judged against.
   std::vector<int> leaning;
   for (int u : g)
     if (row_z[u].size() >= kMinRow && row_level(row_z[u]) >= kLeanZ) leaning.push_back(u);
-  if (!leaning.empty()) {
-    scored = score_edges(o, cfg.outliers, floor, leaning, &r.deviations);
-    row_z = rows_of();
-  }
+  if (!leaning.empty()) row_z = rows_of(score_edges(o, cfg.outliers, floor, leaning));
   for (int u : g) {
     const auto& zs = row_z[u];
     if (zs.size() < kMinRow || row_level(zs) < zc / 2) continue;
@@ -158,7 +155,7 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   // The other edges judged again against a baseline and spread of edges between fine rows only:
   // rows that merely leaned stay in it, else a healthy node whose row leans by chance would have
   // its edges judged against a baseline without them, and read slow more often than noise does.
-  if (!r.slow_rows.empty() || !leaning.empty()) scored = score_edges(o, cfg.outliers, floor, r.slow_rows, &r.deviations);
+  if (!r.slow_rows.empty()) scored = score_edges(o, cfg.outliers, floor, r.slow_rows, &r.deviations);
   auto in_row = [&](int u) { return std::find(r.slow_rows.begin(), r.slow_rows.end(), u) != r.slow_rows.end(); };
   r.suspect = suspect;
   for (const auto& e : scored) {

@@ -42,15 +42,17 @@ struct PartnerPool {
   std::size_t cursor = 0;    // where the next suspect starts looking
 };
 
+// A known-good node u has not met as a partner yet.
+bool untried_partner(const NodeData& d, int u, int g) {
+  return g != u && std::find(d.tried.begin(), d.tried.end(), g) == d.tried.end();
+}
+
 // Ends of link candidates are taken last: the link retests planned after this in the same round
 // need both ends free. Failing any known-good node, another suspect will do, since a fast result
 // still clears both.
 int pick_partner(const Planner::Impl& s, const RoundDraft& round, int u, PartnerPool& pool,
                  const std::vector<int>& needs) {
-  const auto& tried = s.nodes[u].tried;
-  auto untried = [&](int g) {
-    return g != u && !round.busy[g] && std::find(tried.begin(), tried.end(), g) == tried.end();
-  };
+  auto untried = [&](int g) { return !round.busy[g] && untried_partner(s.nodes[u], u, g); };
   const auto& good = pool.good;
   for (std::size_t k = 0; k < good.size(); ++k) {
     const int g = good[(pool.cursor + k) % good.size()];
@@ -128,9 +130,7 @@ int pair_suspects(Planner::Impl& s, RoundDraft& round) {
     if (partner < 0) {
       // Untried known-good partners that are only busy this round (in row groups, say): wait.
       const bool busy_only = d.resolution_tests < s.cfg.max_tests_per_node &&
-                             std::any_of(pool.good.begin(), pool.good.end(), [&](int g) {
-                               return g != u && std::find(d.tried.begin(), d.tried.end(), g) == d.tried.end();
-                             });
+                             std::any_of(pool.good.begin(), pool.good.end(), [&](int g) { return untried_partner(d, u, g); });
       if (!busy_only) d.unresolved = true;
       continue;
     }
