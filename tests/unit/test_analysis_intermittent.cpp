@@ -101,6 +101,16 @@ Tally tally(const kiln::analysis::SimulateOptions& opt, std::uint64_t seeds) {
   return t;
 }
 
+// One trial with its story, which must find every planted fault and nothing else.
+kiln::analysis::TrialResult finds_all(const std::string& model, int nodes, std::uint64_t seed) {
+  auto opt = per_peer(model, nodes);
+  opt.story = true;
+  auto r = kiln::analysis::simulate_trial(opt, seed, true);
+  CHECK(r.false_findings == 0);
+  CHECK(r.true_positives == r.truth);
+  return r;
+}
+
 // Conclusions of a trial's story (simulate_trial with opt.story) that contain `text`.
 int concluded(const nlohmann::json& detail, const std::string& text) {
   int n = 0;
@@ -214,11 +224,7 @@ TEST_CASE("per-edge figures: a link the opening all-to-all missed is opened by i
           "[analysis][edges]") {
   // The 1.25x link read z 2.36 in the only group that opens suspicions (2.5 opens), then z 3-5 in
   // four certification and look-again groups, which open none: it was never retested, never found.
-  auto opt = per_peer("diluted", 12);
-  opt.story = true;
-  const auto r = kiln::analysis::simulate_trial(opt, 10, true);
-  CHECK(r.false_findings == 0);
-  CHECK(r.true_positives == r.truth);
+  const auto r = finds_all("diluted", 12, 10);
   CHECK(concluded(r.detail, "groups that time it again: link suspicion") >= 1);
 }
 
@@ -248,11 +254,7 @@ TEST_CASE("per-edge figures: a retest group that is slow because of the links it
   // A retest group of 8 holding a 1.6x and a 3.4x link was slow, no row or new suspicion explained
   // it (retest groups open none), and it was dropped as uniformly slow: three edge retests without
   // one reading, and the pair retests' votes needed grew faster than they came. Both links missed.
-  auto opt = per_peer("many", 256);
-  opt.story = true;
-  const auto r = kiln::analysis::simulate_trial(opt, 1, true);
-  CHECK(r.false_findings == 0);
-  CHECK(r.true_positives == r.truth);
+  const auto r = finds_all("many", 256, 1);
   CHECK(concluded(r.detail, "stands out among its group's edges") == 2);
 }
 
