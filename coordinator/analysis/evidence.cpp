@@ -191,8 +191,14 @@ void Planner::Impl::update_links() {
   const auto cands = candidate_links();
   if (cands.empty()) return;
   const auto rec = pair_records();
-  for (auto [a, b] : cands)
-    if (!has_group_evidence(a, b)) update_link(a, b, rec);
+  for (auto [a, b] : cands) {
+    // A link measured edge by edge is decided on its edge readings, which no slow group holding
+    // both ends speaks against. (At 4,096 nodes the slow search group of every node held every
+    // suspicion, so none was decided before certification: thousands of noise suspicions sat as
+    // candidates and the certification sweep planned two thousand rounds around them.)
+    const auto& l = links.at({a, b});
+    if (l.edge_slow + l.edge_fast > 0 || !has_group_evidence(a, b)) update_link(a, b, rec);
+  }
 }
 
 bool Planner::Impl::has_group_evidence(int a, int b) const {

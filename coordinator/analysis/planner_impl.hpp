@@ -251,6 +251,11 @@ struct SearchState {
   std::vector<std::vector<std::vector<int>>> cover;
   std::size_t cover_next = 0;
   std::size_t cover_rereads_from = 0;  // first round of the second pass
+  // Past 1,024 nodes the cover is one pass over an affine plane (no second pass). While it runs,
+  // suspects wait for it (their rows are read in it), so every good node is in every round; a good
+  // node left out of a round anyway is counted, and certification then runs as usual.
+  bool cover_affine = false;
+  int cover_dropped = 0;
 };
 
 // Clusters of at most this many nodes fit one group timed edge by edge: there the planner looks at

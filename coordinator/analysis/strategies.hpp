@@ -6,10 +6,14 @@
 //   all-pairs  strategy_all_pairs.cpp  Full mode: the circle method, every pair exactly once
 //   screen     strategy_screen.cpp     Adaptive mode, first round: every node in one group
 //   resolve    strategy_resolve.cpp    suspects meet known-good partners (as rows in all-to-all
-//                                      groups with per-edge figures up to 256 nodes, else as pairs);
-//                                      link candidates short of votes are retested as pairs
+//                                      groups with per-edge figures up to 256 nodes and past
+//                                      4,096, else as pairs); link
+//                                      candidates short of votes are retested as pairs; waits
+//                                      while the affine edge cover (past 1,024 nodes) runs
 //   split      strategy_split.cpp      the group-testing search: launch it, split every slow group,
-//                                      sweep the nodes it left idle
+//                                      sweep the nodes it left idle; with per-edge figures past
+//                                      256 nodes, an edge cover instead (circle method over 8
+//                                      blocks up to 1,024 nodes, affine plane up to 4,096)
 //   retest-edges strategy_resolve.cpp  link suspicions from per-edge figures, measured again inside
 //                                      all-to-all groups with the nodes the search left free
 //   certify    strategy_certify.cpp    once nothing else is in flight: every pair of good nodes
@@ -70,6 +74,13 @@ void uplink_check(Planner::Impl& s, RoundDraft& round);
 
 // Round r of the circle method over `order` (even length; -1 is the sit-out placeholder).
 std::vector<std::pair<int, int>> circle_pairs(const std::vector<int>& order, int r);
+// Rounds of groups of at most 256 that together hold every pair of v: an affine plane's parallel
+// classes over blocks of v (strategy_split.cpp).
+std::vector<std::vector<std::vector<int>>> affine_cover(const std::vector<int>& v);
+// Whether a cluster of n (more than 256) active nodes gets an edge cover (circle method or affine).
+bool edge_cover_fits(std::size_t n);
+// Whether the affine edge cover is planned or under way: suspects wait for it (strategy_resolve.cpp).
+bool affine_cover_ahead(const Planner::Impl& s);
 
 // Outcomes routed back to a strategy. Resolve and all-pairs groups need none: their pair results
 // are evidence (evidence.cpp), which is all those strategies read.
