@@ -256,6 +256,9 @@ struct SearchState {
   // node left out of a round anyway is counted, and certification then runs as usual.
   bool cover_affine = false;
   int cover_dropped = 0;
+  // After the affine cover, suspicions with one slow reading that no retest reached before the round
+  // budget ran out (strategy_resolve.cpp); they stay noise singles.
+  long unretested = 0;
 };
 
 // Clusters of at most this many nodes fit one group timed edge by edge: there the planner looks at
