@@ -189,14 +189,16 @@ struct Field {
 // Irreducible polynomials for GF(2^k), k = 1..8 (bit i: the coefficient of x^i).
 constexpr int kGf2Poly[] = {0, 0b11, 0b111, 0b1011, 0b10011, 0b100101, 0b1000011, 0b10000011, 0b100011011};
 
+// q = 0 when none fits: a group holds q blocks of at least one node, so q <= kEdgeGroup, and past
+// 256^2 = 65,536 nodes no plane does.
 Field affine_field(std::size_t n) {
   auto prime = [](int q) {
     for (int d = 2; d * d <= q; ++d)
       if (q % d == 0) return false;
     return q >= 2;
   };
-  for (int q = 2;; ++q) {
-    const bool pow2 = (q & (q - 1)) == 0 && q <= 256;
+  for (int q = 2; q <= static_cast<int>(kEdgeGroup); ++q) {
+    const bool pow2 = (q & (q - 1)) == 0;
     if (!prime(q) && !pow2) continue;
     const std::size_t qq = static_cast<std::size_t>(q) * static_cast<std::size_t>(q);
     if (static_cast<std::size_t>(q) * ((n + qq - 1) / qq) > kEdgeGroup) continue;
@@ -204,6 +206,7 @@ Field affine_field(std::size_t n) {
     if (pow2 && q > 2) f.poly = kGf2Poly[std::countr_zero(static_cast<unsigned>(q))];
     return f;
   }
+  return Field{0, 0};
 }
 
 }  // namespace
@@ -211,6 +214,7 @@ Field affine_field(std::size_t n) {
 std::vector<std::vector<std::vector<int>>> affine_cover(const std::vector<int>& v) {
   const Field f = affine_field(v.size());
   const int q = f.q;
+  if (q == 0) return {};
   std::vector<std::vector<int>> block(static_cast<std::size_t>(q * q));
   for (std::size_t i = 0; i < v.size(); ++i) block[i % block.size()].push_back(v[i]);
   auto point = [&](int x, int y) -> const std::vector<int>& { return block[static_cast<std::size_t>(x * q + y)]; };
@@ -237,7 +241,8 @@ namespace {
 // link that only an edge figure shows).
 constexpr double kCoverSlack = 10.0;
 bool affine_cover_fits(std::size_t n) {
-  return static_cast<double>(affine_field(n).q + 1) + kCoverSlack <= one_fault_round_bound(static_cast<int>(n));
+  const int q = affine_field(n).q;
+  return q > 0 && static_cast<double>(q + 1) + kCoverSlack <= one_fault_round_bound(static_cast<int>(n));
 }
 
 // The next round of the edge cover, on the members still known-good and free.

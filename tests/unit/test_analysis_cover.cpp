@@ -53,6 +53,15 @@ TEST_CASE("cover: the affine cover holds every pair in groups of at most 256, in
   check_cover(4096, 17);  // q = 16 (GF(16)): 17 rounds, the least any cover of 4,096 in groups of 256 takes
   // Uneven blocks: 4,000 nodes in 256 blocks of 15 or 16.
   check_cover(4000, 17);
+  // Past 65,536 nodes no plane has groups of at most 256 (q blocks of at least one node): no cover,
+  // and the search for q ends (it looped for ever, hanging the planner of a 100,000-node cluster).
+  std::vector<int> huge(100000);
+  std::iota(huge.begin(), huge.end(), 0);
+  CHECK(kiln::analysis::strategy::affine_cover(huge).empty());
+  CHECK_FALSE(kiln::analysis::strategy::edge_cover_fits(100000));
+  CHECK(kiln::analysis::strategy::edge_cover_fits(4096));
+  CHECK_FALSE(kiln::analysis::strategy::edge_cover_fits(8192));  // 33 rounds + 10 > 36
+  CHECK(kiln::analysis::strategy::edge_cover_fits(1024));        // the circle method's 8 blocks
 }
 
 TEST_CASE("cover: a 1.25x node and a 1.25x link among 1,100 nodes are both found, with no certification sweep",
