@@ -253,7 +253,8 @@ struct SearchState {
   std::size_t cover_rereads_from = 0;  // first round of the second pass
   // Past 1,024 nodes the cover is one pass over an affine plane (no second pass). While it runs,
   // suspects wait for it (their rows are read in it), so every good node is in every round; a good
-  // node left out of a round anyway is counted, and certification then runs as usual.
+  // node left out of a round anyway, or a cover group searched on its figure alone, is counted, and
+  // certification then runs as usual.
   bool cover_affine = false;
   int cover_dropped = 0;
   // After the affine cover, suspicions with one slow reading that no retest reached before the round

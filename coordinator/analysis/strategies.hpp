@@ -7,13 +7,13 @@
 //   screen     strategy_screen.cpp     Adaptive mode, first round: every node in one group
 //   resolve    strategy_resolve.cpp    suspects meet known-good partners (as rows in all-to-all
 //                                      groups with per-edge figures up to 256 nodes and past
-//                                      4,096, else as pairs); link
+//                                      the edge cover's reach, about 5,800, else as pairs); link
 //                                      candidates short of votes are retested as pairs; waits
 //                                      while the affine edge cover (past 1,024 nodes) runs
 //   split      strategy_split.cpp      the group-testing search: launch it, split every slow group,
 //                                      sweep the nodes it left idle; with per-edge figures past
 //                                      256 nodes, an edge cover instead (circle method over 8
-//                                      blocks up to 1,024 nodes, affine plane up to 4,096)
+//                                      blocks up to 1,024 nodes, affine plane up to 5,819)
 //   retest-edges strategy_resolve.cpp  link suspicions from per-edge figures, measured again inside
 //                                      all-to-all groups with the nodes the search left free
 //   certify    strategy_certify.cpp    once nothing else is in flight: every pair of good nodes

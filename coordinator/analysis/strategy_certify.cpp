@@ -143,7 +143,7 @@ bool next_sweep_round(Planner::Impl& s, std::vector<std::vector<int>>& groups,
   // The affine edge cover read every edge among the good nodes, each in a group timed edge by
   // edge, and no search inferred anything from a group's figure: there is nothing to certify.
   const auto& cover = s.search;
-  if (cover.cover_affine && cover.cover_next >= cover.cover.size() && cover.cover_dropped == 0 && cert.failures == 0) {
+  if (cover.cover_affine && cover.cover_next >= cover.cover.size() && cover.cover_dropped == 0) {
     s.book.finish_note = "every edge was read in the edge cover: no certification sweep needed";
     finish(s);
     return false;
@@ -183,7 +183,7 @@ bool next_sweep_round(Planner::Impl& s, std::vector<std::vector<int>>& groups,
 // A node slow in half the rounds is fast in the two or three rounds a healthy campaign ends in one
 // time in four or eight, so the campaign goes on until every good node has been in kLooks tests
 // (a node slow in half of them escapes all six one time in 64). While one timed group holds them
-// all, and past the edge cover's reach (8,192 nodes and up, where a healthy campaign ends in four
+// all, and past the edge cover's reach (5,820 nodes and up, where a healthy campaign ends in four
 // rounds and a node slow half the time went unseen in 4 of 10 trials at 16,384); between the two,
 // the cover puts each node in q + 1 tests.
 constexpr int kLooks = 6;
@@ -201,7 +201,7 @@ bool next_look_round(Planner::Impl& s, std::vector<std::vector<int>>& groups, st
     if (busy[u]) return false;
     vgood.push_back(u);
   }
-  // Up to 256 nodes the group is timed edge by edge; past the edge cover's reach (8,192 and up) its
+  // Up to 256 nodes the group is timed edge by edge; past the edge cover's reach (5,820 and up) its
   // figure alone shows a node slow in this round, and a slow look is searched like any slow group.
   // Between the two the cover puts every node in q + 1 groups already.
   if (vgood.size() < kMinLookGroup) return false;

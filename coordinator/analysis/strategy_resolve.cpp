@@ -82,9 +82,9 @@ constexpr std::size_t kMinRowGroup = 8;
 
 int row_suspects(Planner::Impl& s, RoundDraft& round, const std::vector<int>& needs, PartnerPool& pool,
                  std::vector<char>& placed) {
-  // Where an edge cover reads every row many times (257 to 4,096 nodes), suspects meet partners in
+  // Where an edge cover reads every row many times (257 to 5,819 nodes), suspects meet partners in
   // pairs as before: rows there added readings to the hot-node rule, which then named a healthy
-  // node (N=1,024, noise 0.10, seed 32). Past the cover's reach (8,192 nodes and up) nothing else
+  // node (N=1,024, noise 0.10, seed 32). Past the cover's reach (5,820 nodes and up) nothing else
   // reads a suspect's row: a 1.25x node read as noise in its pair tests and ended unresolved.
   if (!s.edges_seen || (s.n > kSmallEdgeCluster && edge_cover_fits(static_cast<std::size_t>(s.n)))) return 0;
   std::vector<int> todo;
@@ -212,7 +212,7 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
   if (skipped > 0 && s.search.unretested == 0) {
     s.search.unretested = skipped;
     s.note("round budget: " + std::to_string(skipped) + " suspicion(s) with one slow reading get no retest "
-           "(left as noise singles); those read slow again are still retested");
+           "(left as noise singles); those already retested go on being retested");
   }
   if (due.empty()) return 0;
   std::vector<std::vector<int>> groups;

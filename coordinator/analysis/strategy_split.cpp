@@ -138,7 +138,8 @@ void continue_searches(Planner::Impl& s, RoundDraft& round) {
 // Groups of at most this many members have every edge timed (the live check, like the simulator,
 // times peers only up to it), and blocks of half that are paired up by the circle method so that
 // every edge among the known-good nodes is timed in blocks-1 rounds; past kMaxCoverBlocks blocks
-// the single all-to-all (group figure only) is the cheaper search.
+// the affine cover below takes fewer rounds, and past its reach the single all-to-all (group figure
+// only) is the search.
 constexpr std::size_t kEdgeGroup = 256;
 constexpr std::size_t kMaxCoverBlocks = 8;
 
@@ -236,7 +237,8 @@ std::vector<std::vector<std::vector<int>>> affine_cover(const std::vector<int>& 
 namespace {
 
 // Whether the affine cover, with a few rounds around it (screen, retests), fits the rounds one
-// fault may take: up to 4,096 nodes; at 8,192 it takes 33 rounds against a bound of 36, and at
+// fault may take: up to 5,819 nodes (q = 23 at 5,819; q = 29 from 5,820 takes 30 + 10 rounds
+// against 35); at 8,192 it takes 33 rounds against a bound of 36, and at
 // 16,384 65 against 38, so the larger clusters keep the group search (whose all-to-alls dilute a
 // link that only an edge figure shows).
 constexpr double kCoverSlack = 10.0;
@@ -353,6 +355,9 @@ void observe_untested(Planner::Impl& s, Item it, std::optional<Verdict> v) {
            "parallel");
   }
   if (it.origin == "cert") certification_group_slow(s, size);
+  // A cover group read on its figure alone (no edge explained its slowness) is searched on the
+  // one-fault inference, which certification must then check.
+  if (it.origin == "link-search" && s.search.cover_affine) ++s.search.cover_dropped;
   s.add_item(std::move(it));
 }
 
