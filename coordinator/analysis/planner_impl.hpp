@@ -257,8 +257,8 @@ struct SearchState {
   // certification then runs as usual.
   bool cover_affine = false;
   int cover_dropped = 0;
-  // After the affine cover, suspicions with one slow reading that no retest reached before the round
-  // budget ran out (strategy_resolve.cpp); they stay noise singles.
+  // After the affine cover: how many suspicions with one slow reading were due a first retest in the
+  // round the budget ran out (strategy_resolve.cpp), noted once; they stay noise singles.
   long unretested = 0;
 };
 

@@ -143,8 +143,11 @@ void continue_searches(Planner::Impl& s, RoundDraft& round) {
 constexpr std::size_t kEdgeGroup = 256;
 constexpr std::size_t kMaxCoverBlocks = 8;
 
+// Blocks of at most half a timed group.
+std::size_t cover_blocks(std::size_t n) { return (n + kEdgeGroup / 2 - 1) / (kEdgeGroup / 2); }
+
 std::vector<std::vector<std::vector<int>>> edge_cover(const std::vector<int>& v) {
-  const std::size_t blocks = (v.size() + kEdgeGroup / 2 - 1) / (kEdgeGroup / 2);
+  const std::size_t blocks = cover_blocks(v.size());
   std::vector<std::vector<int>> block(blocks);
   for (std::size_t i = 0; i < v.size(); ++i) block[i % blocks].push_back(v[i]);
   std::vector<int> order;
@@ -247,6 +250,15 @@ bool affine_cover_fits(std::size_t n) {
   return q > 0 && static_cast<double>(q + 1) + kCoverSlack <= one_fault_round_bound(static_cast<int>(n));
 }
 
+// Which edge cover n active nodes get: none up to one timed group, the circle method (run twice)
+// up to kMaxCoverBlocks blocks, then the affine plane while it fits the rounds one fault may take.
+enum class Cover { None, Circle, Affine };
+Cover cover_for(std::size_t n) {
+  if (n <= kEdgeGroup) return Cover::None;
+  if (cover_blocks(n) <= kMaxCoverBlocks) return Cover::Circle;
+  return affine_cover_fits(n) ? Cover::Affine : Cover::None;
+}
+
 // The next round of the edge cover, on the members still known-good and free.
 void continue_cover(Planner::Impl& s, RoundDraft& round) {
   if (s.search.cover_next >= s.search.cover.size()) return;
@@ -286,8 +298,8 @@ void launch_link_search(Planner::Impl& s, RoundDraft& round) {
   std::vector<int> all;
   for (int u = 0; u < s.n; ++u)
     if (s.active(u)) all.push_back(u);
-  const std::size_t blocks = (all.size() + kEdgeGroup / 2 - 1) / (kEdgeGroup / 2);
-  if (s.edges_seen && all.size() > kEdgeGroup && blocks <= kMaxCoverBlocks) {
+  const Cover kind = s.edges_seen ? cover_for(all.size()) : Cover::None;
+  if (kind == Cover::Circle) {
     v = std::move(all);
     std::shuffle(v.begin(), v.end(), s.rng);
     s.search.cover = edge_cover(v);
@@ -295,7 +307,7 @@ void launch_link_search(Planner::Impl& s, RoundDraft& round) {
     std::shuffle(v.begin(), v.end(), s.rng);
     for (auto& r : edge_cover(v)) s.search.cover.push_back(std::move(r));
     continue_cover(s, round);
-  } else if (s.edges_seen && all.size() > kEdgeGroup && affine_cover_fits(all.size())) {
+  } else if (kind == Cover::Affine) {
     // One pass: its suspicions are retested as edges (retest_edges), packed into few groups, which
     // takes fewer rounds than reading all the edges again.
     std::shuffle(all.begin(), all.end(), s.rng);
@@ -414,18 +426,14 @@ void split_positive(Planner::Impl& s, const Item& it, const Results& r) {
 
 }  // namespace
 
-bool edge_cover_fits(std::size_t n) {
-  const std::size_t blocks = (n + kEdgeGroup / 2 - 1) / (kEdgeGroup / 2);
-  return n > kEdgeGroup && (blocks <= kMaxCoverBlocks || affine_cover_fits(n));
-}
+bool edge_cover_fits(std::size_t n) { return cover_for(n) != Cover::None; }
 
 bool affine_cover_ahead(const Planner::Impl& s) {
   if (s.cfg.mode != Mode::Adaptive || !s.edges_seen) return false;
   if (s.search.launched) return s.search.cover_affine && s.search.cover_next < s.search.cover.size();
   std::size_t active = 0;
   for (int u = 0; u < s.n; ++u) active += s.active(u) ? 1 : 0;
-  const std::size_t blocks = (active + kEdgeGroup / 2 - 1) / (kEdgeGroup / 2);
-  return active > kEdgeGroup && blocks > kMaxCoverBlocks && affine_cover_fits(active);
+  return cover_for(active) == Cover::Affine;
 }
 
 void split(Planner::Impl& s, RoundDraft& round) {
