@@ -44,6 +44,20 @@ void check_cover(int n, std::size_t rounds_expected) {
   CHECK(missing == 0);
 }
 
+// A model preset at n nodes with per-edge figures (the live check's), the story kept.
+kiln::analysis::SimulateOptions per_edge(const char* model, int n) {
+  kiln::analysis::SimulateOptions opt;
+  kiln::analysis::apply_model(opt, model);
+  opt.nodes = n;
+  opt.per_peer = true;
+  opt.story = true;
+  return opt;
+}
+
+bool within_bound(const kiln::analysis::TrialResult& r, int n) {
+  return static_cast<double>(r.rounds) <= kiln::analysis::one_fault_round_bound(n);
+}
+
 }  // namespace
 
 TEST_CASE("cover: the affine cover holds every pair in groups of at most 256, in q + 1 rounds", "[analysis][cover]") {
@@ -66,11 +80,7 @@ TEST_CASE("cover: the affine cover holds every pair in groups of at most 256, in
 
 TEST_CASE("cover: a 1.25x node and a 1.25x link among 1,100 nodes are both found, with no certification sweep",
           "[analysis][cover]") {
-  kiln::analysis::SimulateOptions opt;
-  kiln::analysis::apply_model(opt, "diluted");  // one node and one link, 1.25x, diluted as live
-  opt.nodes = 1100;
-  opt.per_peer = true;
-  opt.story = true;
+  const auto opt = per_edge("diluted", 1100);  // one node and one link, 1.25x, diluted as live
   // Before the cover, groups past 256 members gave a figure only, in which the link is 1/1,099 of
   // its ends' traffic: it was found in 10 of 20 trials at 4,096 nodes and never by a group search.
   for (std::uint64_t seed : {1u, 2u, 3u}) {
@@ -78,7 +88,7 @@ TEST_CASE("cover: a 1.25x node and a 1.25x link among 1,100 nodes are both found
     INFO("seed " << seed << ": " << r.detail["findings"].dump());
     CHECK(r.true_positives == 2);
     CHECK(r.false_findings == 0);
-    CHECK(static_cast<double>(r.rounds) <= kiln::analysis::one_fault_round_bound(1100));
+    CHECK(within_bound(r, 1100));
     CHECK(r.detail["story"]["note"] == "every edge was read in the edge cover: no certification sweep needed");
   }
 }
@@ -89,28 +99,20 @@ TEST_CASE("cover: at 4,096 nodes the cover's noise suspicions are settled within
   // wait for certification, because the search group that held the slow node held them all too, and
   // the sweep planned two thousand rounds around them (48 rounds, link missed). Now each is decided
   // on its edge readings as they come, retested in groups grown around the suspects.
-  kiln::analysis::SimulateOptions opt;
-  kiln::analysis::apply_model(opt, "diluted");
-  opt.nodes = 4096;
-  opt.per_peer = true;
-  const auto r = kiln::analysis::simulate_trial(opt, 3, true);
+  const auto r = kiln::analysis::simulate_trial(per_edge("diluted", 4096), 3, true);
   INFO(r.detail["findings"].dump());
   CHECK(r.true_positives == 2);
   CHECK(r.false_findings == 0);
-  CHECK(static_cast<double>(r.rounds) <= kiln::analysis::one_fault_round_bound(4096));
+  CHECK(within_bound(r, 4096));
 }
 
 TEST_CASE("cover: past its reach (16,384 nodes) a 1.25x node is read as a row and a node slow half the time is looked at again",
           "[analysis][cover]") {
-  kiln::analysis::SimulateOptions opt;
-  kiln::analysis::apply_model(opt, "diluted");
-  opt.nodes = 16384;
-  opt.per_peer = true;
   // Seed 1: the 1.25x node read as noise in its pair retests while the search that held it waited
   // on them; it ended `localize.unresolved` ("intermittently slow, 3 of 10"). As a row among 15
   // known-good peers it shows every time.
   {
-    const auto r = kiln::analysis::simulate_trial(opt, 1, true);
+    const auto r = kiln::analysis::simulate_trial(per_edge("diluted", 16384), 1, true);
     INFO(r.detail["findings"].dump());
     bool node = false;
     for (const auto& f : r.detail["findings"])
@@ -120,15 +122,12 @@ TEST_CASE("cover: past its reach (16,384 nodes) a 1.25x node is read as a row an
   }
   // Seeds 7 and 9: the campaign ended after 4 rounds, in which the node slow half the time happened
   // to be fast: silent. Now every node is looked at until it has been in 6 tests.
-  kiln::analysis::apply_model(opt, "intermittent");
-  opt.nodes = 16384;
-  opt.per_peer = true;
   for (std::uint64_t seed : {7u, 9u}) {
-    const auto r = kiln::analysis::simulate_trial(opt, seed, true);
+    const auto r = kiln::analysis::simulate_trial(per_edge("intermittent", 16384), seed, true);
     INFO("seed " << seed << ": " << r.detail["findings"].dump());
     CHECK(r.accounted);
     CHECK(r.false_findings == 0);
-    CHECK(static_cast<double>(r.rounds) <= kiln::analysis::one_fault_round_bound(16384));
+    CHECK(within_bound(r, 16384));
   }
 }
 
@@ -137,15 +136,10 @@ TEST_CASE("cover: under 5% heavy-tailed stragglers the retests after the cover k
   // The cover opens a suspicion on about 5% of 4.5 million edges at 3,000 nodes; giving each its
   // first retest took 34 rounds against a bound of 33 (43 against 34 at 4,096). Past the budget only
   // suspicions read slow again are retested; the 2x node is found all the same.
-  kiln::analysis::SimulateOptions opt;
-  kiln::analysis::apply_model(opt, "heavy-tail");
-  opt.nodes = 3000;
-  opt.per_peer = true;
-  opt.story = true;
-  const auto r = kiln::analysis::simulate_trial(opt, 1, true);
+  const auto r = kiln::analysis::simulate_trial(per_edge("heavy-tail", 3000), 1, true);
   INFO(r.detail["findings"].dump());
   CHECK(r.true_positives == 1);
   CHECK(r.false_findings == 0);
-  CHECK(static_cast<double>(r.rounds) <= kiln::analysis::one_fault_round_bound(3000));
+  CHECK(within_bound(r, 3000));
   CHECK(r.detail["story"].dump().find("round budget: ") != std::string::npos);
 }
