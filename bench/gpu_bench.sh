@@ -13,8 +13,9 @@
 #
 # Environment: KILN_BENCH_OUT (default $OUT or ./runs/gpu-bench) receives results.jsonl, the
 # references' output and the log; KILN_WORKER overrides the worker binary.
-# Runs, in order: gpu.health (clean); the node health check (clean, then a bit flip) and the stack
-# and DCGM checks; GEMM ratio (ref, burn, ref); 60 s sustained burn (clean);
+# Runs, in order: gpu.health (clean); the node health check (clean, then a bit flip); the health
+# profile as a campaign (kiln run --profile health, clean then a bit flip); the stack and DCGM
+# checks; GEMM ratio (ref, burn, ref); 60 s sustained burn (clean);
 # drills (bit flip, slowed GPU, hidden GPU); memtest and its references; copy_bw and
 # cudaMemcpyPeer; model.fsdp_step beside PyTorch FSDP (bench/fsdp_compare.sh); with --telemetry, a
 # 60 s gpu.burn campaign with 1 Hz node telemetry. The standalone runs' telemetry lines go to
@@ -34,8 +35,8 @@ if [[ ${1:-} == --prepare ]]; then
   cp "$BUILD/bin/kiln-worker" "$BUILD/bin/kiln" "$CARRY/bin/"
   "$CUDA/bin/nvcc" -O3 -std=c++17 -arch=sm_90 -o "$CARRY/bin/ref_gemm" bench/ref_gemm.cu -lcublas
   "$CUDA/bin/nvcc" -O3 -std=c++17 -arch=sm_90 -o "$CARRY/bin/gpu_ref_copy" bench/gpu_ref_copy.cu
-  # Libraries the GPU machine does not have (GPU.md: no Boost, spdlog, fmt).
-  for lib in $(ldd "$CARRY/bin/kiln-worker" "$CARRY/bin/kiln" | awk '/boost|spdlog|fmt|sqlite/ {print $3}' | sort -u); do
+  # Libraries the GPU machine does not have (no Boost, spdlog, fmt, toml++ there).
+  for lib in $(ldd "$CARRY/bin/kiln-worker" "$CARRY/bin/kiln" | awk '/boost|spdlog|fmt|sqlite|tomlplusplus/ {print $3}' | sort -u); do
     cp -L "$lib" "$CARRY/lib/"
   done
   du -sh "$CARRY"
@@ -130,6 +131,24 @@ health_check() {
 }
 health_check health_check.clean NCCL_NVLS_ENABLE=0
 health_check health_check.bitflip 'KILN_FAULT={"gpu.burn":{"bitflip_gpu":'$((NGPU - 1))'}}'
+# The periodic health plan (kiln run --profile health) as a whole campaign, one rank per GPU, with
+# its report kept: the exit code and findings must follow the GPUs (clean: pass; bit flip: gpu.sdc).
+health_profile() {
+  local label=$1; shift
+  local kbin=${KILN_CLI:-$CARRY/bin/kiln}
+  [[ -x $kbin ]] || { echo "   $label: no kiln binary carried, skipped" | tee -a "$LOG"; return; }
+  local dir=$OUTDIR/$label t0=$SECONDS
+  env "$@" KILN_HISTORY=off "$kbin" run --profile health --launcher local --ranks "$NGPU" --worker "$WORKER" \
+    --out "$dir" --quiet >>"$LOG" 2>&1
+  local rc=$?
+  echo "   $label: exit $rc, $((SECONDS - t0)) s wall" | tee -a "$LOG"
+  python3 -c 'import json,sys
+r = json.load(open(sys.argv[1] + "/report.json"))
+print("    verdict", r.get("verdict"), "| findings:", [(f["code"], f["entity"]["id"]) for f in r.get("findings", [])])' \
+    "$dir" 2>&1 | tee -a "$LOG"
+}
+health_profile health_profile.clean
+health_profile health_profile.bitflip 'KILN_FAULT={"gpu.burn":{"bitflip_gpu":'$((NGPU - 1))'}}'
 worker stack -- --tests stack.versions,stack.pci,stack.system,gpu.dcgm --deadline 60
 grep '"bench": "stack"' "$RES" | python3 -c 'import sys,json
 for l in sys.stdin:

@@ -2,6 +2,7 @@
 // the size ladder, parameters and the hang drill switch.
 #include <catch2/catch.hpp>
 
+#include "worker/check.hpp"
 #include "worker/checks/nccl/params.hpp"
 #include "worker/checks/nccl/sweep.hpp"
 
@@ -130,4 +131,31 @@ TEST_CASE("the check pattern sums exactly in float", "[nccl]") {
     CHECK(static_cast<double>(fsum) == sum);
   }
   CHECK(pattern_value(0, 1) != pattern_value(1, 1));
+}
+
+TEST_CASE("a collective over one rank is a SKIP with its reason, not a 0 GB/s pass", "[nccl]") {
+  // busbw carries the n-1 factor, so one GPU alone reads 0.00 GB/s; kiln run --profile health on a
+  // one-GPU node showed that as its headline and passed. Nothing is measured, so nothing may pass.
+  kiln::NodeInfo node;
+  node.host = "n1";
+  kiln::worker::Faults faults;
+  for (const std::string key : {"nccl.all_reduce", "nccl.all_gather", "nccl.reduce_scatter", "nccl.alltoall",
+                                "nccl.broadcast"}) {
+    auto check = kiln::worker::Registry::instance().create(key);
+    REQUIRE(check);
+    kiln::worker::Context ctx{node, MPI_COMM_SELF, 0, 0, 1, {0}, 1,
+                              kiln::validate_params(check->spec(), nlohmann::json::object()),
+                              std::chrono::steady_clock::now() + std::chrono::seconds(10), faults};
+    struct Sink : kiln::worker::ResultSink {
+      std::vector<kiln::Result> results;
+      void emit(kiln::Result r) override { results.push_back(std::move(r)); }
+    } sink;
+    check->run(ctx, sink);
+    INFO(key);
+    REQUIRE(sink.results.size() == 1);
+    CHECK(sink.results[0].status == kiln::Status::Skip);
+#if KILN_HAVE_NCCL
+    CHECK(sink.results[0].reason.find("one rank") != std::string::npos);
+#endif
+  }
 }

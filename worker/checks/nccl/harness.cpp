@@ -549,6 +549,17 @@ void Sweep::report_abort(bool failed, const GroupVerdict& g) {
 
 void CollectiveTest::run(Context& ctx, ResultSink& sink) {
   const SweepParams p = parse_sweep_params(ctx.params);
+  if (ctx.group_size < 2) {
+    // A collective over one GPU moves nothing: its busbw is 0 by definition (the n-1 factor), which
+    // a report would show as a 0.00 GB/s headline that passed. Nothing was measured, so it is a SKIP.
+    Result r;
+    r.metric = "busbw";
+    r.unit = "GB/s";
+    r.status = Status::Skip;
+    r.reason = "one rank in the group: a collective needs two or more GPUs to move data";
+    sink.emit(r);
+    return;
+  }
   const auto drill = hang_drill(ctx.faults.spec, key());
   if (p.root < 0 || p.root >= ctx.group_size) throw std::invalid_argument("root must be a rank of the group");
   Sweep(*this, ctx, sink, p, drill).run();
