@@ -133,13 +133,14 @@ TEST_CASE("cover: past its reach (16,384 nodes) a 1.25x node is read as a row an
 
 TEST_CASE("cover: under 5% heavy-tailed stragglers the retests after the cover keep within the round budget",
           "[analysis][cover]") {
-  // The cover opens a suspicion on about 5% of 4.5 million edges at 3,000 nodes; giving each its
-  // first retest took 34 rounds against a bound of 33 (43 against 34 at 4,096). Past the budget only
-  // suspicions read slow again are retested; the 2x node is found all the same.
-  const auto r = kiln::analysis::simulate_trial(per_edge("heavy-tail", 3000), 1, true);
+  // The cover opens a suspicion on about 4% of the 8.4 million edges of 4,096 nodes; giving each its
+  // first retest took 43 rounds against a bound of 34. Past the budget only suspicions read slow
+  // again are retested (36 rounds while those whose retests read in between were retested too);
+  // the 2x node is found all the same.
+  const auto r = kiln::analysis::simulate_trial(per_edge("heavy-tail", 4096), 1, true);
   INFO(r.detail["findings"].dump());
   CHECK(r.true_positives == 1);
   CHECK(r.false_findings == 0);
-  CHECK(within_bound(r, 3000));
+  CHECK(within_bound(r, 4096));
   CHECK(r.detail["story"].dump().find("round budget: ") != std::string::npos);
 }
