@@ -34,7 +34,8 @@ struct HistoryArgs {
 };
 
 // Parses the words and options of `kiln history` or `kiln diff`; returns the error, or "".
-constexpr const char* kNoDb = "KILN_HISTORY=off and no --history PATH: no history database to read";
+constexpr const char* kNoDb =
+    "history is off (--history off, or KILN_HISTORY=off): no history database to read; name one with --history PATH";
 
 std::string parse_history_args(const std::vector<std::string>& args, po::options_description& desc, HistoryArgs& a) {
   desc.add_options()("help,h", "show this help")(

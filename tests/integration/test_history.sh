@@ -28,6 +28,12 @@ R1=$(json "$TMP/r1/report.json" 'd["run_id"]'); R3=$(json "$TMP/r3/report.json" 
 expect_exit 2 "unknown node" -- "$KILN" history no-such-node --history "$DB"
 echo "$ERR" | grep -q "no runs recorded for no-such-node" && pass "unknown node says so" || bad "unknown node: $ERR"
 expect_exit 2 "missing database" -- "$KILN" history "$HOST" --history "$TMP/none.sqlite"
+for how in "--history off" "KILN_HISTORY=off"; do  # the error names what the user set
+  if [ "$how" = "--history off" ]; then expect_exit 2 "history off ($how)" -- "$KILN" history "$HOST" --history off
+  else expect_exit 2 "history off ($how)" -- env KILN_HISTORY=off "$KILN" history "$HOST"; fi
+  echo "$ERR" | grep -q "history is off (--history off, or KILN_HISTORY=off)" && pass "$how: the error says history is off" \
+    || bad "$how: $ERR"
+done
 expect_exit 0 "history --help" -- "$KILN" history --help
 expect_exit 0 "diff --help" -- "$KILN" diff --help
 
