@@ -259,22 +259,24 @@ void first_end_findings(const ReportInput& in, Report& rep) {
 void RankCounts::add(const Result& r) {
   ++results;
   ++by_status[to_string(r.status)];
-  // The headline: a sweep's declared figure at the largest size the rank measured.
+  // The headline: a sweep's declared figure at the largest size the rank measured (a user's job has
+  // no sizes: its first throughput). Only measured figures: a line the time budget skipped, or one
+  // that errored, carries 0 and would make a 0.00 headline of a size nothing ran at.
+  if (r.status != Status::Pass && r.status != Status::Fail) return;
   const auto* spec = find_check(r.test);
-  if (spec && ingested_check(r.test) && spec->figure && r.metric == spec->figure->metric && headline.empty()) {
-    char h[160];  // a user's job has no sizes: its throughput is the headline
-    std::snprintf(h, sizeof h, "%.64s %.32s %.2f %.16s", r.test.c_str(), r.metric.c_str(), r.value, r.unit.c_str());
-    headline = printable(h, 120);
+  if (!spec || !spec->figure || r.metric != spec->figure->metric) return;
+  const bool ingested = ingested_check(r.test);
+  if (ingested ? !headline.empty()
+               : !spec->figure->per_size || !r.size_bytes || *r.size_bytes <= headline_size)
     return;
-  }
-  if (!spec || !spec->figure || !spec->figure->per_size || r.metric != spec->figure->metric || !r.size_bytes ||
-      *r.size_bytes <= headline_size)
-    return;
-  headline_size = *r.size_bytes;
   char h[160];
-  std::snprintf(h, sizeof h, "%.64s %.32s %.2f %.16s @ %lld B", r.test.c_str(), r.metric.c_str(), r.value,
-                r.unit.c_str(), static_cast<long long>(headline_size));
-  headline = printable(h, 120);
+  std::snprintf(h, sizeof h, "%.64s %.32s %.2f %.16s", r.test.c_str(), r.metric.c_str(), r.value, r.unit.c_str());
+  std::string text = h;
+  if (!ingested) {
+    headline_size = *r.size_bytes;
+    text += " @ " + std::to_string(headline_size) + " B";
+  }
+  headline = printable(text, 120);
 }
 
 void RankCounts::merge(const RankCounts& o) {

@@ -119,3 +119,27 @@ TEST_CASE("the report splits the nodes into good and bad hostlists", "[report][h
   CHECK(text.find("good nodes (2): node[4,6]") != std::string::npos);
   CHECK(text.find("bad nodes (5): node[1-3,5,7]") != std::string::npos);
 }
+
+TEST_CASE("a rank's headline is its largest measured size, never a line the budget skipped", "[report]") {
+  auto line = [](std::int64_t size, double value, kiln::Status status) {
+    kiln::Result r;
+    r.test = "nccl.all_reduce";
+    r.metric = "busbw";
+    r.unit = "GB/s";
+    r.size_bytes = size;
+    r.value = value;
+    r.status = status;
+    return r;
+  };
+  kiln::coord::RankCounts k;
+  k.add(line(1 << 20, 47.5, kiln::Status::Pass));
+  k.add(line(1 << 27, 284.25, kiln::Status::Pass));
+  // The sweep's time budget skipped the largest size: value 0, status skip.
+  k.add(line(1 << 28, 0.0, kiln::Status::Skip));
+  k.add(line(1 << 29, 0.0, kiln::Status::Error));
+  CHECK(k.headline == "nccl.all_reduce busbw 284.25 GB/s @ 134217728 B");
+  // A slow (failing) line is a measured figure, and the headline shows it.
+  k.add(line(1 << 30, 12.5, kiln::Status::Fail));
+  CHECK(k.headline == "nccl.all_reduce busbw 12.50 GB/s @ 1073741824 B");
+  CHECK(k.results == 5);
+}
