@@ -114,50 +114,78 @@ Result Sampler::stamped(Result r) const {
   return r;
 }
 
-void Sampler::take(double t_s) {
+void Sampler::take(std::unique_lock<std::mutex>& l, double t_s) {
+  const auto gen = gen_;
+  l.unlock();
   Sample s = reader_->read(t_s);
+  l.lock();
+  if (gen != gen_) return;  // read for a check already summarized: too late to count
   emit_(Record(stamped(sample_record(s))));
   if (samples_.size() < kMaxKeptSamples) samples_.push_back(std::move(s));
 }
 
 void Sampler::begin(const std::string& test, std::int64_t round_id) {
   std::lock_guard<std::mutex> l(mu_);
+  ++gen_;
   test_ = test;
   round_ = round_id;
   samples_.clear();
   t0_ = steady_s();
-  reader_->read(0);  // the baseline for the first reading's rates
+  baseline_due_ = true;  // the first reading's rates need one before it
+  tail_due_ = false;
   active_ = true;
   cv_.notify_all();
 }
 
 void Sampler::end() {
-  std::lock_guard<std::mutex> l(mu_);
+  std::unique_lock<std::mutex> l(mu_);
   if (!active_) return;
   active_ = false;
   const double t = steady_s() - t0_;
   // A last reading covers the tail of the check (and is the only one of a check shorter than the
-  // interval), unless one was just taken.
-  if (samples_.empty() || t - samples_.back().t_s >= 0.1) take(t);
+  // interval), unless one was just taken. The thread takes it; a reader stuck past kTailWait leaves
+  // the summary to the readings already in.
+  if (samples_.empty() || t - samples_.back().t_s >= 0.1) {
+    tail_due_ = true;
+    tail_done_ = false;
+    cv_.notify_all();
+    cv_.wait_for(l, kTailWait, [&] { return tail_done_; });
+    tail_due_ = false;
+  }
   emit_(Record(stamped(summary_record(summarize(samples_), t))));
   samples_.clear();
+  ++gen_;
 }
 
 void Sampler::loop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_) {
+    if (baseline_due_) {
+      baseline_due_ = false;
+      l.unlock();
+      reader_->read(0);
+      l.lock();
+      continue;
+    }
+    if (tail_due_) {
+      tail_due_ = false;
+      take(l, steady_s() - t0_);
+      tail_done_ = true;
+      cv_.notify_all();
+      continue;
+    }
     if (!active_) {
-      cv_.wait(l, [&] { return stop_ || active_; });
+      cv_.wait(l, [&] { return stop_ || active_ || baseline_due_ || tail_due_; });
       continue;
     }
     // The next reading falls on the interval grid of this check's start.
     const double t = steady_s() - t0_;
     const double next = (std::floor(t / interval_s_ + 1e-9) + 1) * interval_s_;
     const auto when = std::chrono::steady_clock::now() + std::chrono::duration<double>(next - t);
-    const auto test = test_;
-    const auto round = round_;
-    if (cv_.wait_until(l, when, [&] { return stop_ || !active_ || test_ != test || round_ != round; })) continue;
-    take(steady_s() - t0_);
+    const auto gen = gen_;
+    if (cv_.wait_until(l, when, [&] { return stop_ || !active_ || gen_ != gen || baseline_due_ || tail_due_; }))
+      continue;
+    take(l, steady_s() - t0_);
   }
 }
 

@@ -12,6 +12,7 @@
 #include "common/telemetry_metrics.hpp"
 
 #include <array>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
@@ -62,8 +63,10 @@ Result summary_record(const Summary& s, double t_s);
 class Reader {
  public:
   Reader(std::filesystem::path proc, std::filesystem::path ib_root, std::shared_ptr<gpu::nvml::Lib> nvml);
-  // A reading now. Rates (CPU %, throughputs) need a previous reading: the first has none.
-  Sample read(double t_s);
+  virtual ~Reader() = default;
+  // A reading now. Rates (CPU %, throughputs) need a previous reading: the first has none. It may
+  // block as long as NVML does on a sick GPU (virtual so that a test can stand in such a reader).
+  virtual Sample read(double t_s);
 
  private:
   struct GpuCounters {
@@ -83,17 +86,23 @@ class Reader {
 class Sampler {
  public:
   using Emit = std::function<void(const Record&)>;
-  // interval_s > 0. The reader is used by the sampler's thread only.
+  // interval_s > 0. The reader is used by the sampler's thread only, and never under mu_: begin()
+  // and end() run on the check's thread, and a reading that hangs (NVML on a sick GPU) must not
+  // stall the start or end of every check.
   Sampler(double interval_s, std::unique_ptr<Reader> reader, const NodeInfo& node, Emit emit);
   ~Sampler();
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
   void begin(const std::string& test, std::int64_t round_id);  // a check starts
-  void end();  // the check ended: a last reading, then its summary
+  // The check ended: a last reading (waited for up to kTailWait), then its summary.
+  void end();
+  static constexpr std::chrono::milliseconds kTailWait{2000};
 
  private:
   void loop();
-  void take(double t_s);  // under mu_: read, keep, emit
+  // Called with l holding mu_: reads with mu_ released, then keeps and emits the reading unless
+  // the check it was taken for has been summarized meanwhile (gen_ moved on).
+  void take(std::unique_lock<std::mutex>& l, double t_s);
   Result stamped(Result r) const;
   double interval_s_;
   std::unique_ptr<Reader> reader_;
@@ -103,6 +112,10 @@ class Sampler {
   std::condition_variable cv_;
   bool stop_ = false;
   bool active_ = false;
+  std::uint64_t gen_ = 0;      // moves on at every begin() and at every summary
+  bool baseline_due_ = false;  // begin() asks the thread for the rates' baseline reading
+  bool tail_due_ = false;      // end() asks the thread for the last reading...
+  bool tail_done_ = false;     // ...and waits for this
   std::string test_;
   std::int64_t round_ = -1;
   double t0_ = 0;

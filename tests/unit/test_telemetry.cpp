@@ -3,6 +3,8 @@
 // rhythm, and report.html's plots (bounded, no NaN, escaped).
 #include <catch2/catch.hpp>
 
+#include <atomic>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -192,6 +194,59 @@ TEST_CASE("telemetry: the sampler reads on its interval during a check and ends 
   CHECK(got.back().value == static_cast<double>(got.size() - 1));
   CHECK(got[1].metric == "telemetry");
   CHECK(got[1].value == Approx(0.2).margin(0.05));
+}
+
+TEST_CASE("telemetry: a reader stuck in NVML stalls neither the start nor the end of a check") {
+  // The runner calls begin() and end() around every check. A reading that hangs (NVML on a sick
+  // GPU) used to hold the sampler's lock, and begin() and end() read too, so every check waited.
+  struct StuckReader : telemetry::Reader {
+    std::atomic<bool> stuck{false};
+    StuckReader() : Reader("/proc", "/nonexistent", nullptr) {}
+    telemetry::Sample read(double t_s) override {
+      if (stuck) std::this_thread::sleep_for(std::chrono::seconds(3));
+      return Reader::read(t_s);
+    }
+  };
+  NodeInfo node;
+  node.host = "n1";
+  std::mutex mu;
+  std::vector<Result> got;
+  auto reader = std::make_unique<StuckReader>();
+  auto* stuck = &reader->stuck;
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  {
+    telemetry::Sampler sampler(0.1, std::move(reader), node, [&](const Record& r) {
+      std::lock_guard<std::mutex> l(mu);
+      got.push_back(std::get<Result>(r));
+    });
+    sampler.begin("gpu.burn", 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    *stuck = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // the thread is now inside a read
+    auto t0 = Clock::now();
+    sampler.end();
+    const double end_s = seconds(t0);
+    CHECK(end_s < 2.6);  // kTailWait, not the reader's 3 s (twice over before)
+    {
+      std::lock_guard<std::mutex> l(mu);
+      REQUIRE(!got.empty());
+      CHECK(got.back().metric == "telemetry_summary");
+      CHECK(got.back().value >= 2);  // the readings taken before the reader stuck
+      CHECK(got.back().test == "gpu.burn");
+    }
+    t0 = Clock::now();
+    sampler.begin("nccl.all_reduce", 2);
+    CHECK(seconds(t0) < 0.5);
+    *stuck = false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    sampler.end();
+  }
+  std::lock_guard<std::mutex> l(mu);
+  for (const auto& r : got)  // a reading that came back late is not given to the next check
+    if (r.test == "nccl.all_reduce") CHECK(r.round_id == 2);
+  CHECK(got.back().metric == "telemetry_summary");
+  CHECK(got.back().test == "nccl.all_reduce");
 }
 
 TEST_CASE("telemetry: report.html plots each node, bounded and finite, names escaped") {
