@@ -143,15 +143,14 @@ void Sampler::end() {
   active_ = false;
   const double t = steady_s() - t0_;
   // A last reading covers the tail of the check (and is the only one of a check shorter than the
-  // interval), unless one was just taken. The thread takes it; a reader stuck past kTailWait leaves
-  // the summary to the readings already in.
-  if (samples_.empty() || t - samples_.back().t_s >= 0.1) {
-    tail_due_ = true;
-    tail_done_ = false;
-    cv_.notify_all();
-    cv_.wait_for(l, kTailWait, [&] { return tail_done_; });
-    tail_due_ = false;
-  }
+  // interval), unless one was just taken: the thread decides, after any reading it is in the middle
+  // of. A reader stuck past kTailWait leaves the summary to the readings already in.
+  tail_t_ = t;
+  tail_due_ = true;
+  tail_done_ = false;
+  cv_.notify_all();
+  cv_.wait_for(l, kTailWait, [&] { return tail_done_; });
+  tail_due_ = false;
   emit_(Record(stamped(summary_record(summarize(samples_), t))));
   samples_.clear();
   ++gen_;
@@ -169,8 +168,11 @@ void Sampler::loop() {
     }
     if (tail_due_) {
       tail_due_ = false;
-      take(l, steady_s() - t0_);
-      tail_done_ = true;
+      const auto gen = gen_;
+      if (samples_.empty() || tail_t_ - samples_.back().t_s >= 0.1) take(l, steady_s() - t0_);
+      // Only for the check that asked: a tail that came back after its end() gave up is not the
+      // next check's.
+      if (gen == gen_) tail_done_ = true;
       cv_.notify_all();
       continue;
     }

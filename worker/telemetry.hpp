@@ -116,6 +116,7 @@ class Sampler {
   bool baseline_due_ = false;  // begin() asks the thread for the rates' baseline reading
   bool tail_due_ = false;      // end() asks the thread for the last reading...
   bool tail_done_ = false;     // ...and waits for this
+  double tail_t_ = 0;          // when end() was called, from the check's start
   std::string test_;
   std::int64_t round_ = -1;
   double t0_ = 0;
