@@ -8,7 +8,6 @@
 #include "common/checks.hpp"
 #include "common/findings.hpp"
 #include "common/hostlist.hpp"
-#include "common/ingested.hpp"
 #include "common/text.hpp"
 
 namespace kiln::coord {
@@ -259,20 +258,19 @@ void first_end_findings(const ReportInput& in, Report& rep) {
 void RankCounts::add(const Result& r) {
   ++results;
   ++by_status[to_string(r.status)];
-  // The headline: a sweep's declared figure at the largest size the rank measured (a user's job has
-  // no sizes: its first throughput). Only measured figures: a line the time budget skipped, or one
-  // that errored, carries 0 and would make a 0.00 headline of a size nothing ran at.
+  // The headline: a sweep's declared figure at the largest size the rank measured; until the rank
+  // has one, the first declared figure it measured without a size (gpu.burn's TFLOP/s, a user's
+  // job's throughput). Only measured figures: a line the time budget skipped, or one that errored,
+  // carries 0 and would make a 0.00 headline of a size nothing ran at.
   if (r.status != Status::Pass && r.status != Status::Fail) return;
   const auto* spec = find_check(r.test);
   if (!spec || !spec->figure || r.metric != spec->figure->metric) return;
-  const bool ingested = ingested_check(r.test);
-  if (ingested ? !headline.empty()
-               : !spec->figure->per_size || !r.size_bytes || *r.size_bytes <= headline_size)
-    return;
+  const bool sized = spec->figure->per_size && r.size_bytes.has_value();
+  if (sized ? *r.size_bytes <= headline_size : !headline.empty()) return;
   char h[160];
   std::snprintf(h, sizeof h, "%.64s %.32s %.2f %.16s", r.test.c_str(), r.metric.c_str(), r.value, r.unit.c_str());
   std::string text = h;
-  if (!ingested) {
+  if (sized) {
     headline_size = *r.size_bytes;
     text += " @ " + std::to_string(headline_size) + " B";
   }
@@ -282,7 +280,7 @@ void RankCounts::add(const Result& r) {
 void RankCounts::merge(const RankCounts& o) {
   results += o.results;
   for (const auto& [status, n] : o.by_status) by_status[status] += n;
-  if (o.headline_size > headline_size) {
+  if (o.headline_size > headline_size || (headline.empty() && !o.headline.empty())) {
     headline_size = o.headline_size;
     headline = o.headline;
   }

@@ -143,3 +143,30 @@ TEST_CASE("a rank's headline is its largest measured size, never a line the budg
   CHECK(k.headline == "nccl.all_reduce busbw 12.50 GB/s @ 1073741824 B");
   CHECK(k.results == 5);
 }
+
+TEST_CASE("a rank with no sized sweep gets its first unsized figure as headline, until a sweep comes", "[report]") {
+  kiln::coord::RankCounts k;
+  kiln::Result burn;
+  burn.test = "gpu.burn";
+  burn.metric = "tflops";
+  burn.unit = "TFLOP/s";
+  burn.value = 691.0;
+  burn.status = kiln::Status::Pass;
+  k.add(burn);
+  CHECK(k.headline == "gpu.burn tflops 691.00 TFLOP/s");  // was empty: a GPU burn-in showed no headline
+  burn.value = 12.0;
+  k.add(burn);
+  CHECK(k.headline == "gpu.burn tflops 691.00 TFLOP/s");  // the first stays
+  kiln::Result sweep;
+  sweep.test = "nccl.all_reduce";
+  sweep.metric = "busbw";
+  sweep.unit = "GB/s";
+  sweep.size_bytes = 1 << 20;
+  sweep.value = 47.5;
+  sweep.status = kiln::Status::Pass;
+  k.add(sweep);
+  CHECK(k.headline == "nccl.all_reduce busbw 47.50 GB/s @ 1048576 B");
+  kiln::coord::RankCounts empty;
+  empty.merge(k);
+  CHECK(empty.headline == k.headline);
+}
