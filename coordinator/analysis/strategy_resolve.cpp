@@ -214,8 +214,8 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
   }
   if (skipped > 0 && s.search.unretested == 0) {
     s.search.unretested = skipped;
-    s.note("round budget: " + std::to_string(skipped) + " suspicion(s) with one slow reading get no retest "
-           "(left as noise singles); those read slow again go on being retested");
+    s.note("round budget: " + std::to_string(skipped) + " suspicion(s) with one slow reading get no more "
+           "retests (left as noise singles); those read slow again go on being retested");
   }
   if (due.empty()) return 0;
   std::vector<std::vector<int>> groups;

@@ -140,7 +140,7 @@ TEST_CASE("a collective over one rank is a SKIP with its reason, not a 0 GB/s pa
   node.host = "n1";
   kiln::worker::Faults faults;
   for (const std::string key : {"nccl.all_reduce", "nccl.all_gather", "nccl.reduce_scatter", "nccl.alltoall",
-                                "nccl.broadcast"}) {
+                                "nccl.broadcast", "nccl.sendrecv"}) {
     auto check = kiln::worker::Registry::instance().create(key);
     REQUIRE(check);
     kiln::worker::Context ctx{node, MPI_COMM_SELF, 0, 0, 1, {0}, 1,

@@ -550,8 +550,10 @@ void Sweep::report_abort(bool failed, const GroupVerdict& g) {
 void CollectiveTest::run(Context& ctx, ResultSink& sink) {
   const SweepParams p = parse_sweep_params(ctx.params);
   if (ctx.group_size < 2) {
-    // A collective over one GPU moves nothing: its busbw is 0 by definition (the n-1 factor), which
-    // a report would show as a 0.00 GB/s headline that passed. Nothing was measured, so it is a SKIP.
+    // A collective over one GPU moves nothing between GPUs: all-reduce, all-gather, reduce-scatter
+    // and all-to-all read a busbw of 0 (the n-1 factor), which a report showed as a 0.00 GB/s
+    // headline that passed; broadcast and send/recv would time a copy inside one GPU. Nothing of
+    // the fabric was measured, so it is a SKIP.
     Result r;
     r.metric = "busbw";
     r.unit = "GB/s";
