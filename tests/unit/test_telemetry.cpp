@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
