@@ -32,4 +32,23 @@ KILN_SYSFS_ROOT="$DATA/gpu-h200-vm" timeout 60 "$WORKER" --health-check --spec "
 rc=$?
 cat "$TMP/spec.txt"
 [ $rc -eq 0 ] && pass "the spec's count (0) wins over the bus's" || bad "exit $rc with a spec of 0 GPUs"
+# A class with HCAs: a node where ib.ports finds none fails (hca.count), it does not pass with
+# ib.ports untested. The IB tree is an empty directory, so no machine's own HCAs change the result.
+mkdir -p "$TMP/no-ib"
+cat > "$TMP/spec-hca.toml" <<TOML
+[[class]]
+name = "cpu-ib"
+hosts = "$(hostname)"
+[class.hardware]
+gpus_per_node = 0
+hcas_per_node = 8
+hca_rate_gbps = 400
+TOML
+KILN_IB_SYSFS_ROOT="$TMP/no-ib" KILN_SYSFS_ROOT="$DATA/dev-debian12" timeout 60 "$WORKER" --health-check \
+  --spec "$TMP/spec-hca.toml" > "$TMP/hca.txt" 2>&1
+rc=$?
+cat "$TMP/hca.txt"
+[ $rc -eq 1 ] && pass "a class with HCAs and none found: exit 1" || bad "exit $rc with no HCA where the spec has 8"
+grep -q "^kiln-health: FAIL hca.count: the spec expects 8 HCA(s): no RDMA device" "$TMP/hca.txt" \
+  && pass "the reason names the spec's count" || bad "hca reason"
 finish

@@ -27,8 +27,9 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// The spec's expectations for this node's class as check parameters. Throws std::runtime_error.
-nlohmann::json spec_params(const std::string& path, const NodeInfo& node) {
+// The spec's expectations for this node's class as check parameters, and its HCA count (0: none
+// declared). Throws std::runtime_error.
+nlohmann::json spec_params(const std::string& path, const NodeInfo& node, int& hcas_expected) {
   auto parsed = spec::load_spec(path);
   if (!parsed.spec) throw std::runtime_error(parsed.errors.empty() ? "cannot read the spec " + path : parsed.errors.front());
   const auto& s = *parsed.spec;
@@ -40,6 +41,7 @@ nlohmann::json spec_params(const std::string& path, const NodeInfo& node) {
   if (cls->hardware.gpus_per_node) out["gpu.health"]["expected_gpus"] = *cls->hardware.gpus_per_node;
   if (!cls->hardware.gpu_model.empty()) out["gpu.health"]["expected_model"] = cls->hardware.gpu_model;
   if (cls->hardware.hca_rate_gbps) out["ib.ports"]["expect_rate_gbps"] = *cls->hardware.hca_rate_gbps;
+  hcas_expected = cls->hardware.hcas_per_node.value_or(0);
   return out;
 }
 
@@ -180,6 +182,17 @@ void expect_bus_gpus(nlohmann::json& params) {
   gh["expected_gpus_from"] = "the PCI bus (" + std::to_string(on_bus) + " NVIDIA GPU(s))";
 }
 
+// The spec's class has HCAs: a node where ib.ports finds none has lost them (a driver that did not
+// load, a card gone from the bus). That is a fault, not a part that does not apply, as the GPU
+// count is for GPUs; without it a node of an HCA class with no HCA passed with ib.ports untested.
+void require_hcas(std::vector<Part>& parts, int expected) {
+  if (expected <= 0) return;
+  for (auto& p : parts)
+    if (p.key == "ib.ports" && p.status == Status::Skip)
+      p = {p.key, Status::Fail, "hca.count", "the spec expects " + std::to_string(expected) + " HCA(s): " + p.reason,
+           p.seconds};
+}
+
 }  // namespace
 
 int run_health_check(const Options& o, const NodeInfo& node, const Faults& faults) {
@@ -187,16 +200,20 @@ int run_health_check(const Options& o, const NodeInfo& node, const Faults& fault
   start_watchdog(o.budget_s, o.json);
   nlohmann::json params = nlohmann::json::object();
   std::vector<Part> parts;
+  int hcas_expected = 0;
   if (!o.spec.empty()) {
     try {
-      params = spec_params(o.spec, node);
+      params = spec_params(o.spec, node, hcas_expected);
     } catch (const std::exception& e) {
       parts.push_back({"spec", Status::Error, "spec", e.what(), 0});
     }
   }
   try {
     if (parts.empty()) expect_bus_gpus(params);
-    if (parts.empty()) parts = run_parts(o, node, faults, params);
+    if (parts.empty()) {
+      parts = run_parts(o, node, faults, params);
+      require_hcas(parts, hcas_expected);
+    }
   } catch (const std::exception& e) {  // the runner's own failure, not a check's: nothing was judged
     parts = {{"health-check", Status::Error, "health-check", e.what(), 0}};
   }
