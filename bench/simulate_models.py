@@ -11,6 +11,9 @@ Cells (each at every N of --sizes, --seeds seeds; healthy cells at 10x the seeds
   congestion     one leaf uplink 2x slow in 80% of rounds         -> a switch finding in every trial,
                                                                      no node or link finding
   k faults       severity model with k = 2, 8 bad nodes; many     -> rounds reported against k
+  rate-cap 2x    a node and a link capped at half a pair test's rate, all-to-all at the port's rate
+                 and at 0.4 of it (--a2a-demand)                 -> reported (no target: a capped link
+                                                                     shows in pair tests only)
 One-fault cells must also finish within 2*log2(N)+10 rounds (worst seed). Noise is lognormal 5% with
 0.5% heavy-tailed stragglers unless the cell says otherwise. --time-large times one N=16384 trial of
 each model. Only the Python standard library; one cell at a time (one core).
@@ -41,8 +44,11 @@ CELLS = [
     ("k=2 nodes 2x", "severity", ["--bad-nodes", "2"], "k"),
     ("k=8 nodes 2x", "severity", ["--bad-nodes", "8"], "k"),
     ("many", "many", [], "k"),
+    ("rate-cap 2x", "rate-cap", [], "report"),
+    ("rate-cap 2x, D 0.4", "rate-cap", ["--a2a-demand", "0.4"], "report"),
 ]
-MODELS = ["basic", "severity", "diluted", "intermittent", "heavy-tail", "congestion", "topology", "per-rail", "many"]
+MODELS = ["basic", "severity", "diluted", "intermittent", "heavy-tail", "congestion", "topology", "per-rail", "many",
+          "rate-cap"]
 
 
 def run(cmd, model, n, extra, seeds, seed):

@@ -84,6 +84,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
       {"congestion-factor", "slowdown of edges crossing the congested uplink (3)"},
       {"rails", "GPUs and NICs per node (1)"},
       {"rail-balance", "on: traffic moves off a slow rail; off: a static split waits for it (off)"},
+      {"rate-caps", "on: a fault caps a port or path at 1/factor of a pair test's rate (off)"},
+      {"a2a-demand", "with --rate-caps: a rank's all-to-all rate as a share of a pair test's (1)"},
       {"seed", "first random seed (1)"},
       {"trials", "trials (seeds seed, seed+1, ...) (1)"},
       {"mode", "adaptive or full (adaptive)"},

@@ -47,6 +47,13 @@ struct SimulateOptions {
   int rails = 1;                // GPUs and NICs per node, one rail each
   int bad_rails = 0;            // slow NICs (one rail of one node each)
   bool rail_balance = false;    // traffic moves off a slow rail (else a static split waits for it)
+  // Rate caps (--rate-caps on): a fault caps a port (node, rail) or a path (link) at 1/factor of
+  // what a pair test pushes, rather than slowing every byte. In a group of three or more, a rank
+  // pushes a2a_demand of a pair test's rate in all (an all-to-all bound by the CPU, the PCIe or the
+  // fabric pushes less than one flow), split over its g-1 peers: a node shows only as
+  // max(1, factor x demand), a link only as max(1, factor x demand / (g-1)).
+  bool rate_caps = false;
+  double a2a_demand = 1.0;
 };
 
 // Groups of at most this many members report per-peer edges under --per-peer (a test timing every

@@ -129,10 +129,17 @@ bool ModelCluster::crosses(int u, int v) const {
   return (leaf_of_[u] == congested_leaf_) != (leaf_of_[v] == congested_leaf_);
 }
 
+double ModelCluster::node_eff(int u) const {
+  const double f = nf_[static_cast<std::size_t>(u)];
+  return f > 1.0 ? std::max(1.0, f * node_scale_) : 1.0;
+}
+
+double ModelCluster::link_eff(double lf) const { return std::max(1.0, lf * link_scale_); }
+
 double ModelCluster::edge_factor(int u, int v) const {
-  double f = std::max(nf_[u], nf_[v]);
+  double f = std::max(node_eff(u), node_eff(v));
   for (const auto& [w, lf] : link_adj_[u])
-    if (w == v) f = std::max(f, lf);
+    if (w == v) f = std::max(f, link_eff(lf));
   if (crosses(u, v)) f = std::max(f, opt_.congestion_factor);
   return f;
 }
@@ -158,6 +165,11 @@ GroupOutcome ModelCluster::evaluate(const std::vector<int>& g, std::mt19937_64& 
   out.members = g;
   const int size = static_cast<int>(g.size());
   const bool want_edges = opt_.per_peer && size <= kPerPeerMaxGroup;
+  // A pair test pushes one flow at the full rate; a rank of a larger all-to-all pushes a2a_demand
+  // of it, split over its size-1 peers.
+  const bool capped = opt_.rate_caps && size > 2;
+  node_scale_ = capped ? opt_.a2a_demand : 1.0;
+  link_scale_ = capped ? opt_.a2a_demand / static_cast<double>(size - 1) : 1.0;
   if (!opt_.dilution) {
     out.value = undiluted(g, rng);
     if (want_edges) diluted_exact(g, rng, &out.edges);
@@ -175,9 +187,9 @@ double ModelCluster::undiluted(const std::vector<int>& g, std::mt19937_64& rng) 
   double f = 1.0;
   int in_leaf = 0;
   for (int u : g) {
-    f = std::max(f, nf_[u]);
+    f = std::max(f, node_eff(u));
     for (const auto& [v, lf] : link_adj_[u])
-      if (stamp_[v] == epoch_) f = std::max(f, lf);
+      if (stamp_[v] == epoch_) f = std::max(f, link_eff(lf));
     in_leaf += congested_now_ && leaf_of_[u] == congested_leaf_ ? 1 : 0;
   }
   if (in_leaf > 0 && in_leaf < static_cast<int>(g.size())) f = std::max(f, opt_.congestion_factor);
@@ -204,7 +216,7 @@ double ModelCluster::diluted_clt(const std::vector<int>& g, std::mt19937_64& rng
   int in_leaf = 0;
   for (int u : g) {
     stamp_[u] = epoch_;
-    if (nf_[u] > 1.0) bad.push_back(u);
+    if (node_eff(u) > 1.0) bad.push_back(u);
     in_leaf += congested_now_ && leaf_of_[u] == congested_leaf_ ? 1 : 0;
   }
   double worst = 0.0;
@@ -226,13 +238,13 @@ double ModelCluster::rank_sum_clt(int u, const std::vector<int>& g, const std::v
   for (int v : bad)
     if (v != u) take(v);
   for (const auto& [v, lf] : link_adj_[u])
-    if (stamp_[v] == epoch_ && nf_[v] <= 1.0) take(v);
+    if (stamp_[v] == epoch_ && node_eff(v) <= 1.0) take(v);
   const bool inside = congested_now_ && leaf_of_[u] == congested_leaf_;
   const int size = static_cast<int>(g.size());
   const int crossing = congested_now_ ? (inside ? size - in_leaf : in_leaf) - exact_crossing : 0;
   const int plain = size - 1 - exact - crossing;
-  sum += nf_[u] * sum_draws(plain, rng);
-  sum += std::max(nf_[u], opt_.congestion_factor) * sum_draws(crossing, rng);
+  sum += node_eff(u) * sum_draws(plain, rng);
+  sum += std::max(node_eff(u), opt_.congestion_factor) * sum_draws(crossing, rng);
   return sum;
 }
 

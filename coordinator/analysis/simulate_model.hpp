@@ -48,6 +48,10 @@ class ModelCluster {
   };
 
   double edge_factor(int u, int v) const;
+  // This group's slowdown of node u and of a link of factor lf: the full factor, or under
+  // --rate-caps what the cap leaves of it at the group's rate per rank and per peer.
+  double node_eff(int u) const;
+  double link_eff(double lf) const;
   double draw(std::mt19937_64& rng);                    // one edge's noise x straggler
   double sum_draws(int count, std::mt19937_64& rng);    // sum of count draws (CLT above 64)
   double undiluted(const std::vector<int>& g, std::mt19937_64& rng);
@@ -72,6 +76,8 @@ class ModelCluster {
   std::vector<std::uint32_t> stamp_;
   std::uint32_t epoch_ = 0;
   double mean_ = 1.0, sd_ = 0.0;               // of one draw, for the CLT
+  double node_scale_ = 1.0, link_scale_ = 1.0; // the group being evaluated: its rate per rank and per
+                                               // peer as shares of a pair test's (1 without rate caps)
   std::normal_distribution<double> z_{0.0, 1.0};
   std::uniform_real_distribution<double> u01_{0.0, 1.0};
 };

@@ -32,7 +32,8 @@ const std::vector<std::pair<std::string, std::string>>& simulate_models() {
       {"congestion", "no bad node: one leaf's uplink 2x slow in 80% of rounds (truth: the leaf switch)"},
       {"topology", "leaves from --topology-conf (or blocks of N/4, 2..32): one node and one link 2x slow"},
       {"per-rail", "8 rails per node, one NIC 3x slow (truth: its node)"},
-      {"many", "4 nodes, 2 links and 2 rails, each from 1.5x to 10x (log-uniform)"}};
+      {"many", "4 nodes, 2 links and 2 rails, each from 1.5x to 10x (log-uniform)"},
+      {"rate-cap", "one node and one link capped at half a pair test's rate: the link shows in pairs only"}};
   return models;
 }
 
@@ -40,7 +41,7 @@ void apply_model(SimulateOptions& o, const std::string& name) {
   const auto& models = simulate_models();
   if (std::none_of(models.begin(), models.end(), [&](const auto& m) { return m.first == name; }))
     throw std::invalid_argument("--model must be one of basic, severity, diluted, intermittent, heavy-tail, "
-                                "congestion, topology, per-rail, many (got '" + name + "')");
+                                "congestion, topology, per-rail, many, rate-cap (got '" + name + "')");
   o.model = name;
   if (name == "basic") return;
   live_defaults(o);
@@ -55,6 +56,7 @@ void apply_model(SimulateOptions& o, const std::string& name) {
   if (name == "per-rail") o.slow_factor = 3.0, o.bad_nodes = 0, o.rails = 8, o.bad_rails = 1;
   if (name == "many")
     o.slow_factor = 1.5, o.bad_nodes = 4, o.bad_links = 2, o.rails = 8, o.bad_rails = 2, o.severity_spread = true;
+  if (name == "rate-cap") o.slow_factor = 2.0, o.bad_links = 1, o.rate_caps = true;
 }
 
 int auto_leaf_size(int nodes) { return std::clamp(nodes / 4, 2, 32); }
@@ -72,6 +74,7 @@ void validate_model(const SimulateOptions& o) {
   require(o.congestion_factor > 1.0 && o.congestion_factor <= 100.0, "--congestion-factor must be in (1, 100]");
   require(o.slow_factor <= 100.0, "--slow-factor must be at most 100");
   require(o.rails >= 1 && o.rails <= 64, "--rails must be between 1 and 64");
+  require(o.a2a_demand > 0.0 && o.a2a_demand <= 1.0, "--a2a-demand must be in (0, 1]");
   const double good = o.nodes - o.bad_nodes;
   require(o.bad_rails >= 0 && o.bad_rails <= good * o.rails / 2,
           "--bad-rails must be between 0 and (nodes - bad nodes) x rails / 2");
@@ -151,7 +154,8 @@ const std::map<std::string, Setter>& setters() {
       {"congestion-rate", number(&SimulateOptions::congestion_rate)},
       {"congestion-factor", number(&SimulateOptions::congestion_factor)},
       {"rails", number(&SimulateOptions::rails)}, {"bad-rails", number(&SimulateOptions::bad_rails)},
-      {"rail-balance", on_off(&SimulateOptions::rail_balance)}};
+      {"rail-balance", on_off(&SimulateOptions::rail_balance)},
+      {"rate-caps", on_off(&SimulateOptions::rate_caps)}, {"a2a-demand", number(&SimulateOptions::a2a_demand)}};
   return table;
 }
 

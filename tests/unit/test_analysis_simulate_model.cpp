@@ -72,6 +72,52 @@ TEST_CASE("simulate model reports undiluted per-peer edges up to the size cap", 
   CHECK(c2.evaluate(everyone(kPerPeerMaxGroup + 1), rng2).edges.empty());
 }
 
+TEST_CASE("simulate model rate caps show a link only in pairs, a node only above the all-to-all demand", "[analysis][simulate]") {
+  // A 2x cap: a pair test pushes one flow at the full rate and meets the cap in full; a rank of a
+  // larger all-to-all pushes a2a_demand of that rate split over its peers.
+  auto link = quiet(8, 0, 1);
+  link.rate_caps = true, link.slow_factor = 2.0, link.per_peer = true;
+  std::mt19937_64 rng(5);
+  ModelCluster c(link, {}, rng);
+  c.begin_round(rng);
+  const auto all = c.evaluate(everyone(8), rng);
+  CHECK(*all.value == Approx(1.0));
+  CHECK(std::all_of(all.edges.begin(), all.edges.end(), [](const EdgeFigure& e) { return e.value == Approx(1.0); }));
+  REQUIRE(all.edges.size() == 28u);
+  // The capped pair: the one pair whose own test is 2x.
+  int capped = 0;
+  for (int a = 0; a < 8; ++a)
+    for (int b = a + 1; b < 8; ++b) {
+      const double v = *c.evaluate({a, b}, rng).value;
+      if (v == Approx(2.0)) ++capped;
+      else CHECK(v == Approx(1.0));
+    }
+  CHECK(capped == 1);
+  // A 10x cap shows in a group whose per-peer share exceeds a tenth of a pair's: 10 / (g - 1).
+  link.slow_factor = 10.0;
+  CHECK(figure(link, 8) == Approx(1.0 + (10.0 / 7.0 - 1.0) / 7.0));
+  // A node capped at half a pair's rate: in full in every group when the all-to-all pushes a pair
+  // test's rate per rank, not at all when it pushes 0.4 of it (two cores running eight ranks).
+  auto node = quiet(8, 1, 0);
+  node.rate_caps = true, node.slow_factor = 2.0;
+  CHECK(figure(node, 8) == Approx(2.0));
+  node.a2a_demand = 0.4;
+  CHECK(figure(node, 8) == Approx(1.0));
+  auto big = node;
+  big.nodes = 300;
+  CHECK(figure(big, 300) == Approx(1.0));  // the CLT path as well
+  node.a2a_demand = 0.75;
+  CHECK(figure(node, 8) == Approx(1.5));
+  // Without rate caps the link is as slow in a group's edge as in a pair.
+  auto plain = quiet(8, 0, 1);
+  plain.per_peer = true, plain.slow_factor = 2.0;
+  std::mt19937_64 rng2(5);
+  ModelCluster p(plain, {}, rng2);
+  p.begin_round(rng2);
+  const auto e = p.evaluate(everyone(8), rng2).edges;
+  CHECK(std::count_if(e.begin(), e.end(), [](const EdgeFigure& x) { return x.value > 1.9; }) == 1);
+}
+
 TEST_CASE("simulate model activates an intermittent fault in about p of the rounds", "[analysis][simulate]") {
   auto o = quiet(16, 1, 0);
   o.fault_rate = 0.3;
@@ -161,10 +207,16 @@ TEST_CASE("simulate --model presets and explicit options over them", "[analysis]
   CHECK_THROWS_AS(parse_simulate_options({{"model", "gentle"}}), std::invalid_argument);
   CHECK_THROWS_AS(parse_simulate_options({{"nodes", "12x"}}), std::invalid_argument);
   CHECK_THROWS_AS(parse_simulate_options({{"dilution", "yes"}}), std::invalid_argument);
+  const auto capped = parse_simulate_options({{"model", "rate-cap"}, {"a2a-demand", "0.4"}});
+  CHECK(capped.rate_caps);
+  CHECK(capped.a2a_demand == 0.4);
+  CHECK(capped.bad_nodes == 1);
+  CHECK(capped.bad_links == 1);
   for (const auto& [flag, bad, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"fault-rate", "0", "--fault-rate"}, {"slow-factor", "1", "--slow-factor"},
            {"congestion-rate", "0.5", "--congestion-rate needs"}, {"stragglers", "0.9", "--stragglers"},
-           {"topology-conf", "/nonexistent/topology.conf", "was not read"}}) {
+           {"topology-conf", "/nonexistent/topology.conf", "was not read"}, {"a2a-demand", "0", "--a2a-demand"},
+           {"a2a-demand", "1.5", "--a2a-demand"}}) {
     auto opt = parse_simulate_options({{flag, bad}});
     std::ostringstream out;
     CHECK(run_simulate(opt, out) == 2);
