@@ -2,6 +2,8 @@
 // Node verdicts (slow with enough known-good partners) and link votes are settled here, so every
 // strategy and the findings read one account.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "coordinator/analysis/planner_impl.hpp"
 
@@ -119,8 +121,10 @@ void Planner::Impl::reevaluate_nodes(std::int64_t round) {
       if (d.lost || d.slow_switch >= 0 || d.intermittent || d.hot || d.slow_pairs.empty()) continue;
       const int distinct = static_cast<int>(voting_partners(u).size());
       // A node seen fast before needs one vote more: a watched node gets extra pair tests, and two
-      // slow ones of them are within what stragglers do.
-      const bool bad = distinct >= votes + (d.fast > 0 ? 1 : 0) && distinct > d.fast;
+      // slow ones of them are within what stragglers do. A pair-checked node's fast tests are its
+      // fast pair tests: its fine rows did not load its port as a pair test does.
+      const int fast = d.pair_checked ? fast_pair_tests_of(u) : d.fast;
+      const bool bad = distinct >= votes + (d.fast > 0 ? 1 : 0) && distinct > fast;
       if (bad == d.bad) continue;
       changed = true;
       d.bad = bad;
@@ -223,8 +227,13 @@ int Planner::Impl::link_votes(const LinkData& l) const {
 void Planner::Impl::update_link(int a, int b, const std::vector<PairRecord>& rec) {
   auto& l = links[{a, b}];
   if (l.confirmed || l.cleared) return;
+  mark_pair_only(a, b);
   if (watched(a, rec[a]) || watched(b, rec[b])) return;
   if (decide_edge_link(a, b)) return;
+  if (l.pair_only) {
+    decide_pair_only_link(a, b);
+    return;
+  }
   const int votes = link_votes(l);
   const int fast = l.fast_pair_tests + l.edge_fast;
   const int group_votes = l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes;
@@ -239,6 +248,72 @@ void Planner::Impl::update_link(int a, int b, const std::vector<PairRecord>& rec
     // Out of retests with more fast results than votes: short of what noise cannot give, noise.
     l.cleared = true;
     note(link_id(a, b) + " is fast on retest: the earlier slow result was noise");
+  }
+}
+
+int Planner::Impl::fast_pair_tests_of(int u) const {
+  return static_cast<int>(std::count_if(pair_tests.begin(), pair_tests.end(),
+                                        [&](const PairTest& t) { return !t.slow && (t.a == u || t.b == u); }));
+}
+
+bool Planner::Impl::fine_in_pairs(int u, int except, double limit) const {
+  std::vector<double> v;
+  bool fast = false;
+  for (const auto& t : pair_tests) {
+    if (!((t.a == u && t.b != except) || (t.b == u && t.a != except))) continue;
+    if (nodes[t.a == u ? t.b : t.a].bad) continue;  // slow with a slow node says nothing of u
+    fast = fast || !t.slow;
+    v.push_back(std::isfinite(t.slowness) ? t.slowness : std::numeric_limits<double>::max());
+  }
+  if (!fast) return false;
+  const std::size_t m = (v.size() - 1) / 2;  // the lower median
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
+  return v[m] <= limit;
+}
+
+// An end is fine elsewhere when it was fast in a pair test with another partner and its pair tests
+// with other partners are, by their median, no more than half as slow as the link's slow pair tests
+// (the geometric midpoint). A port capped 1.25x reads "fast" against the default cutoff (0.8, which
+// is 1.25x) about half the time, and then it and its link read equally slow; one of three checks
+// below the midpoint named its link (N=48, 1.25x, demand 0.4).
+double Planner::Impl::pair_only_fine_limit(const LinkData& l) const {
+  std::vector<double> v;
+  for (const auto& [round, slowness] : l.slow_pair_tests)
+    if (std::isfinite(slowness) && slowness > 0) v.push_back(slowness);
+  if (v.empty()) return std::numeric_limits<double>::infinity();
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return std::sqrt(std::max(1.0, v[v.size() / 2]));
+}
+
+// A pair-only link is confirmed on pair retests alone, against what its groups said, so it needs a
+// vote more than a link candidate (three at least) and no fast retest: at 20% noise a healthy pair
+// reads slow in a lone retest about one time in 25, and with two votes a healthy cluster of 12 had a
+// false link.slow in 300 campaigns; a node slow in half the rounds (intermittent, 3x) read fast once
+// and slow three times with one partner at N=8, and was named as their link. A cap is steady: a 2x
+// cap reads slow in every retest.
+int Planner::Impl::pair_only_votes() const { return std::max(3, link_votes_needed() + 1); }
+int Planner::Impl::pair_only_retests() const { return pair_only_votes() + 1; }
+
+// Slow in every pair retest, with both ends fast in a pair test with another partner: a slow link
+// that only a pair test's rate shows. Cleared once its fast pair tests reach its slow ones (the one
+// that opened it too), or reach its votes when the retests run out; undecided otherwise, and then
+// reported unresolved (report.cpp).
+void Planner::Impl::decide_pair_only_link(int a, int b) {
+  auto& l = links[{a, b}];
+  const int votes = link_pair_votes(l);
+  const int fast = l.fast_pair_tests;
+  // Slow again in a pair retest: from now on its ends are tested in pairs and judged on them.
+  if (votes > 0) nodes[a].pair_checked = nodes[b].pair_checked = true;
+  const double limit = pair_only_fine_limit(l);
+  if (votes >= pair_only_votes() && fast == 0 && fine_in_pairs(a, b, limit) && fine_in_pairs(b, a, limit)) {
+    l.confirmed = true;
+    l.confirmed_round = book.next_id - 1;
+    note(link_id(a, b) + " is slow in " + std::to_string(votes) + " pair retests while both ends are fine with "
+         "other partners, and fine inside all-to-all groups: slow link (a rate cap only a pair test reaches)");
+  } else if (fast >= static_cast<int>(l.slow_pair_tests.size()) ||
+             (l.pair_retests >= pair_only_retests() && fast >= votes)) {
+    l.cleared = true;
+    note(link_id(a, b) + " is fast in pair retests: the earlier slow pair was noise");
   }
 }
 

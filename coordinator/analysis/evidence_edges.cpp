@@ -250,9 +250,22 @@ std::vector<std::pair<int, int>> Planner::Impl::record_sightings(const EdgeReadi
   return opened;
 }
 
+// Slow in a pair test, then fine inside a group: a cap between an edge's share of an all-to-all and
+// what one pair test pushes slows pair tests only, so only they can clear it. Up to 256 nodes, where
+// pair candidates are retested inside groups (strategy_resolve.cpp); past that they are retested as
+// pairs anyway.
+void Planner::Impl::mark_pair_only(int a, int b) {
+  auto& l = links[{a, b}];
+  if (l.pair_only || l.slow_pair_tests.empty() || l.edge_fast == 0 || !edges_seen || n > kSmallEdgeCluster) return;
+  l.pair_only = true;
+  ++pair_only_links;
+  note(link_id(a, b) + " is within its group's edges but was slow in a pair test: retested as a pair, "
+       "since a rate cap shows only at a pair test's rate");
+}
+
 bool Planner::Impl::decide_edge_link(int a, int b) {
   auto& l = links[{a, b}];
-  if (l.edge_slow == 0 || l.edge_z.empty()) return false;
+  if (l.pair_only || l.edge_slow == 0 || l.edge_z.empty()) return false;
   const auto hi = std::count_if(l.edge_z.begin(), l.edge_z.end(), [](double z) { return z >= kDecideZ; });
   const bool low = std::any_of(l.edge_z.begin(), l.edge_z.end(), [](double z) { return z < kClearZ; });
   if (low) {

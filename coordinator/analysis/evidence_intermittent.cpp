@@ -30,7 +30,16 @@ std::vector<PairRecord> Planner::Impl::pair_records() const {
     if (t.slow) ++slow_tests[t.a], ++slow_tests[t.b];
   std::vector<PairRecord> rec(static_cast<std::size_t>(n));
   std::vector<std::set<int>> partners(static_cast<std::size_t>(n));
+  std::set<std::pair<int, int>> pair_only_seen;  // pair-only links whose first slow test was counted
   for (const auto& t : pair_tests) {
+    // A pair-only link's retests are its own record (LinkData::pair_only): its first slow test
+    // counts for its ends, as any slow pair test does, its repeats do not, and none once it is
+    // confirmed (in Full mode its ends were then reported intermittent, 2 slow of 47).
+    const auto key = std::minmax(t.a, t.b);
+    if (t.slow && pair_only_links > 0) {
+      const auto& l = links.at({key.first, key.second});
+      if (l.pair_only && (l.confirmed || !pair_only_seen.insert({key.first, key.second}).second)) continue;
+    }
     for (auto [u, v] : {std::pair{t.a, t.b}, std::pair{t.b, t.a}}) {
       auto& r = rec[u];
       if (!t.slow) {
@@ -46,10 +55,12 @@ std::vector<PairRecord> Planner::Impl::pair_records() const {
       partners[u].insert(v);
     }
   }
-  // Rows: a slow row is slow with most of its peers at once, each clean unless bad itself.
+  // Rows: a slow row is slow with most of its peers at once, each clean unless bad itself. A
+  // pair-checked node's fine rows are no tests of it: they did not load its port as a pair test does,
+  // so a port cap that only pair tests reach is slow in all of its tests, not some (intermittent).
   for (int u = 0; u < n; ++u) {
     const auto& d = nodes[u];
-    rec[u].tests += d.rows;
+    rec[u].tests += d.pair_checked ? d.slow_rows : d.rows;
     rec[u].slow += d.slow_rows;
     for (int v : d.row_partners)
       if (!nodes[v].bad) partners[u].insert(v);

@@ -21,6 +21,7 @@
 // in every unit, report.cpp included.
 #pragma once
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -62,6 +63,11 @@ struct NodeData {
   int rows = 0;
   int slow_rows = 0;
   std::set<int> row_partners;        // peers of its slow rows' slow edges
+  // An end of a pair-only link (LinkData::pair_only): from then on it is tested in pairs and judged
+  // on its pair tests, since its fine rows say nothing about a cap that only a pair test's rate
+  // reaches. pair_checks: pair tests it was given for that, until one is fast.
+  bool pair_checked = false;
+  int pair_checks = 0;
 };
 
 // A node's pair tests (evidence_intermittent.cpp): tests that say something about it, the slow
@@ -87,6 +93,12 @@ struct LinkData {
   bool cleared = false;
   std::int64_t confirmed_round = -1;
   int retests = 0;
+  // Opened by a slow pair test and fine inside an all-to-all group since. A rate cap (a port or path
+  // shaped below what a pair test pushes, but above an edge's share of an all-to-all) slows pair
+  // tests only, so a fine group edge clears nothing here: the link is decided on pair retests, and
+  // its ends are paired with other known-good partners to tell a slow end from a slow link.
+  bool pair_only = false;
+  int pair_retests = 0;
 };
 
 // A group's per-edge figures judged against each other (evidence_edges.cpp).
@@ -197,6 +209,7 @@ struct Evidence {
   NoiseCounts noise;                               // base rates, evidence_noise.cpp
   std::map<std::pair<int, int>, int> sightings;    // slow readings of edges no suspicion holds
   std::vector<double> edge_spread;                 // edge deviations of groups read so far, pooled
+  int pair_only_links = 0;                         // links marked LinkData::pair_only
   std::uint64_t edge_spread_seen = 0;
 };
 
@@ -350,6 +363,15 @@ struct Planner::Impl : Setup, Evidence {
   std::vector<std::pair<int, int>> record_sightings(const EdgeReading& r);
   // A link opened by a slow edge, decided on its later edge readings; false if they cannot yet.
   bool decide_edge_link(int a, int b);
+  void mark_pair_only(int a, int b);  // a pair-opened link read fine in a group becomes pair-only
+  // A pair-only link (LinkData::pair_only), decided on pair tests alone.
+  void decide_pair_only_link(int a, int b);
+  int pair_only_votes() const;               // pair retests reading slow that confirm a pair-only link
+  int pair_only_retests() const;             // pair retests a pair-only link gets
+  // A fast pair test of u, at most limit times slower than expected, with a partner but except.
+  bool fine_in_pairs(int u, int except, double limit = std::numeric_limits<double>::infinity()) const;
+  double pair_only_fine_limit(const LinkData& l) const;
+  int fast_pair_tests_of(int u) const;
 
   // evidence_intermittent.cpp
   std::vector<PairRecord> pair_records() const;
@@ -362,6 +384,7 @@ struct Planner::Impl : Setup, Evidence {
   double edge_slow_rate() const;           // p_hi: clean edge readings slow
   double edge_fast_rate() const;           // p_lo: clean edge readings fast
   double pair_slow_rate() const;           // p_pair: pair tests between known-good nodes slow; -1 too few
+  bool base_rate_pair(const PairTest& t) const;  // a pair test p_pair counts
   int edge_readings_needed() const;        // slow re-readings that confirm an edge suspicion
   int sightings_needed() const;            // slow readings outside opening groups that open one
   int link_votes_needed() const;           // pair-test votes that confirm a link candidate

@@ -98,11 +98,16 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
       out.push_back(intermittent_finding(u, kiln::Code::NodeSlow, rec[u], "", 0.9));
       continue;
     }
+    // A pair-checked node was judged on its pair tests (NodeData::pair_checked).
+    const int fast = d.pair_checked ? fast_pair_tests_of(u) : d.fast;
+    nlohmann::json evidence = {{"slow_with_known_good", ev}, {"fast_tests", d.fast}, {"confirmed_round", d.bad_round}};
+    if (d.pair_checked) evidence["fast_pair_tests"] = fast;
     out.push_back(kiln::make_finding(
         kiln::Code::NodeSlow, {"node", name(u)},
-        name(u) + " is slow with " + std::to_string(partners.size()) + " distinct known-good partners",
-        {{"slow_with_known_good", ev}, {"fast_tests", d.fast}, {"confirmed_round", d.bad_round}},
-        confidence(static_cast<int>(partners.size()), d.fast)));
+        name(u) + " is slow with " + std::to_string(partners.size()) + " distinct known-good partners" +
+            (d.pair_checked ? " in pair tests, fine inside all-to-all groups (a port capped below what one pair "
+                              "test pushes, above what an all-to-all does)" : ""),
+        std::move(evidence), confidence(static_cast<int>(partners.size()), fast)));
   }
 
   // Suspects the planner gave up on: a node that ran out of resolution tests or partners, or, when
@@ -132,23 +137,27 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
          {"votes_needed", cfg.votes}, {"stopped", why}, {"rounds", book.observed}},
         0.5));
   }
-  if (book.out_of_rounds) {
+  if (book.out_of_rounds)
     if (auto summary = noise_unresolved()) out.push_back(*summary);
-    for (const auto& [key, l] : links) {
-      if (l.confirmed || l.cleared || !good(key.first) || !good(key.second) || noise_single(l)) continue;
-      const auto& [a, b] = key;
-      nlohmann::json pairs = nlohmann::json::array();
-      for (const auto& [round, slowness] : l.slow_pair_tests)
-        pairs.push_back({{"round", round}, {"slowness", finite(slowness)}});
-      out.push_back(kiln::make_finding(
-          kiln::Code::LocalizeUnresolved, {"link", link_id(a, b)},
-          "link " + link_id(a, b) + " is undecided: " + std::to_string(l.slow_pair_tests.size() + l.group_votes) +
-              " slow vote(s), " + std::to_string(l.fast_pair_tests) + " fast pair test(s) when the round budget ran out",
-          {{"slow_pair_tests", pairs}, {"group_votes", l.group_votes}, {"fast_pair_tests", l.fast_pair_tests},
-           {"votes_needed", link_votes_needed()}, {"stopped", "the round budget (max_rounds=" + std::to_string(book.max_rounds) +
-                                                    ") ran out"}, {"rounds", book.observed}},
-          0.5));
-    }
+  // Undecided link candidates when the round budget ran out; a pair-only link (slow in a pair test,
+  // fine in groups, which rounds of groups cannot settle) whenever it is left undecided.
+  for (const auto& [key, l] : links) {
+    if (l.confirmed || l.cleared || !good(key.first) || !good(key.second) || noise_single(l)) continue;
+    if (!book.out_of_rounds && !l.pair_only) continue;
+    const auto& [a, b] = key;
+    nlohmann::json pairs = nlohmann::json::array();
+    for (const auto& [round, slowness] : l.slow_pair_tests)
+      pairs.push_back({{"round", round}, {"slowness", finite(slowness)}});
+    const std::string why = book.out_of_rounds
+                                ? "the round budget (max_rounds=" + std::to_string(book.max_rounds) + ") ran out"
+                                : "its pair retests or its ends' pair checks ran out (fine inside all-to-all groups)";
+    out.push_back(kiln::make_finding(
+        kiln::Code::LocalizeUnresolved, {"link", link_id(a, b)},
+        "link " + link_id(a, b) + " is undecided: " + std::to_string(l.slow_pair_tests.size() + l.group_votes) +
+            " slow vote(s), " + std::to_string(l.fast_pair_tests) + " fast pair test(s) when " + why,
+        {{"slow_pair_tests", pairs}, {"group_votes", l.group_votes}, {"fast_pair_tests", l.fast_pair_tests},
+         {"votes_needed", link_votes_needed()}, {"stopped", why}, {"rounds", book.observed}},
+        0.5));
   }
 
   for (const auto& [key, l] : links) {
@@ -177,7 +186,9 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
                   {"confirmed_round", l.confirmed_round}};
     out.push_back(kiln::make_finding(kiln::Code::LinkSlow, {"link", link_id(a, b)},
                                      "traffic between " + name(a) + " and " + name(b) +
-                                         " is slow while both are fine with other partners",
+                                         " is slow while both are fine with other partners" +
+                                         (l.pair_only ? " (slow in pair tests, fine inside all-to-all groups: "
+                                                        "a rate cap that only one pair test's traffic reaches)" : ""),
                                      std::move(evidence), confidence(votes, l.fast_pair_tests)));
   }
   return out;

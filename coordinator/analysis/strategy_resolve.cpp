@@ -88,8 +88,11 @@ int row_suspects(Planner::Impl& s, RoundDraft& round, const std::vector<int>& ne
   // reads a suspect's row: a 1.25x node read as noise in its pair tests and ended unresolved.
   if (!s.edges_seen || (s.n > kSmallEdgeCluster && edge_cover_fits(static_cast<std::size_t>(s.n)))) return 0;
   std::vector<int> todo;
+  // A pair-checked node (an end of a pair-only link) is tested in pairs: its rows were fine, and
+  // what made its pair tests slow may be a port cap that only a pair test's rate reaches.
   for (int u : needs)
-    if (!round.busy[u] && s.nodes[u].resolution_tests < s.cfg.max_tests_per_node) todo.push_back(u);
+    if (!round.busy[u] && !s.nodes[u].pair_checked && s.nodes[u].resolution_tests < s.cfg.max_tests_per_node)
+      todo.push_back(u);
   int rows = 0;
   std::vector<int> pad;  // taken from the back: link ends first, so they go last
   for (bool ends : {true, false})
@@ -114,6 +117,9 @@ int row_suspects(Planner::Impl& s, RoundDraft& round, const std::vector<int>& ne
   }
   return rows;
 }
+
+// Pair tests an end of a pair-only link gets with other partners: three slow ones are three votes.
+constexpr int kPairChecks = 3;
 
 int pair_suspects(Planner::Impl& s, RoundDraft& round) {
   PartnerPool pool;
@@ -148,6 +154,27 @@ int pair_suspects(Planner::Impl& s, RoundDraft& round) {
     round.add({u, partner}, Tag{Tag::Resolve});
     ++paired;
   }
+  // Ends of pair-only links read slow again: each meets another known-good partner in a pair test until it has been
+  // fast in one (up to kPairChecks), so a slow end (a port capped above an all-to-all's rate per
+  // rank, which its rows do not reach) is told apart from a slow link. Its rows may have used up its
+  // resolution tests: these are counted apart.
+  for (auto [a, b] : s.candidate_links()) {
+    const auto& l = s.links.at({a, b});
+    // Only once a pair retest read slow again: most pair-only links are a noise pair, cleared by
+    // their first retest, and checking their ends too cost rounds in healthy campaigns.
+    if (!l.pair_only || s.link_pair_votes(l) == 0) continue;
+    const double limit = s.pair_only_fine_limit(l);
+    for (auto [u, v] : {std::pair{a, b}, std::pair{b, a}}) {
+      auto& d = s.nodes[u];
+      if (round.busy[u] || s.fine_in_pairs(u, v, limit) || d.pair_checks >= kPairChecks) continue;
+      const int partner = pick_partner(s, round, u, pool, needs);
+      if (partner < 0 || partner == v || !s.good(partner)) continue;
+      d.tried.push_back(partner);
+      ++d.pair_checks;
+      round.add({u, partner}, Tag{Tag::Resolve});
+      ++paired;
+    }
+  }
   return paired;
 }
 
@@ -158,6 +185,14 @@ int retest_links(Planner::Impl& s, RoundDraft& round) {
   int retests = 0;
   for (auto& [key, l] : s.links) {
     if (l.confirmed || l.cleared || !s.good(key.first) || !s.good(key.second)) continue;
+    if (l.pair_only) {
+      // Decided on pair retests alone (LinkData::pair_only); its ends' pair checks go first.
+      if (l.pair_retests >= s.pair_only_retests() || !round.free({key.first, key.second})) continue;
+      ++l.pair_retests;
+      round.add({key.first, key.second}, Tag{Tag::LinkRetest});
+      ++retests;
+      continue;
+    }
     if (!s.cert.certified && s.has_group_evidence(key.first, key.second)) continue;
     if (l.edge_slow > 0 && l.retests < edge_retests(s)) continue;  // retest_edge_links has it
     if (edge_retestable(s, l)) continue;                          // so has it
@@ -201,7 +236,7 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
   const bool late = first_retests_over(s);
   long skipped = 0;
   for (auto& [key, l] : s.links) {
-    if (l.confirmed || l.cleared || l.retests >= edge_retests(s)) continue;
+    if (l.confirmed || l.cleared || l.pair_only || l.retests >= edge_retests(s)) continue;
     if (l.edge_slow == 0 && !edge_retestable(s, l)) continue;
     if (late && s.noise_single(l)) {
       ++skipped;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "coordinator/analysis/planner.hpp"
 #include "coordinator/analysis/simulate.hpp"
 
 using kiln::analysis::run_simulate;
@@ -83,4 +84,39 @@ TEST_CASE("simulate rejects zero votes with exit code 2", "[analysis][simulate]"
   opt.votes = -3;
   std::ostringstream out2;
   CHECK(run_simulate(opt, out2) == 2);
+}
+
+TEST_CASE("simulate: a rate cap that only pair tests reach is found, not cleared by fine all-to-all groups", "[analysis][simulate]") {
+  using kiln::analysis::one_fault_round_bound;
+  using kiln::analysis::parse_simulate_options;
+  // A port capped at half a pair test's rate while the all-to-all pushes 0.4 of it per rank (eight
+  // ranks on two cores): the node's rows are fine, its pair tests slow. The planner before pair-only
+  // links cleared its slow screen pair on the fine row and passed the cluster (recall 0 in 100).
+  auto node = parse_simulate_options({{"model", "rate-cap"}, {"a2a-demand", "0.4"}, {"bad-links", "0"},
+                                      {"per-peer", "on"}, {"nodes", "12"}});
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    const auto r = simulate_trial(node, seed, true);
+    INFO("seed " << seed << ": " << r.detail["findings"].dump());
+    CHECK(r.true_positives == 1);
+    CHECK(r.false_findings == 0);
+    CHECK(r.rounds <= one_fault_round_bound(12));
+    REQUIRE(r.detail["findings"].size() == 1u);
+    CHECK(r.detail["findings"][0]["code"] == "node.slow");
+    CHECK(r.detail["findings"][0]["summary"].get<std::string>().find("in pair tests") != std::string::npos);
+  }
+  // A path capped at half a pair test's rate shows in no group of three or more. When the screen
+  // pairs its ends (seed 3 of 8 nodes), pair retests confirm it and its ends are fine in pairs with
+  // other partners: link.slow, not a node.
+  auto link = parse_simulate_options({{"model", "rate-cap"}, {"bad-nodes", "0"}, {"per-peer", "on"}, {"nodes", "8"}});
+  const auto r = simulate_trial(link, 3, true);
+  INFO(r.detail["findings"].dump());
+  CHECK(r.true_positives == 1);
+  CHECK(r.findings == 1);
+  CHECK(r.rounds <= one_fault_round_bound(8));
+  CHECK(r.detail["findings"][0]["summary"].get<std::string>().find("rate cap") != std::string::npos);
+  // Healthy at 20% noise: a slow screen pair read fine in its row is retested as a pair, and a
+  // pair-only link needs three slow retests (seed 43 of 12 nodes had a false link.slow on two).
+  auto healthy = parse_simulate_options({{"model", "diluted"}, {"bad-nodes", "0"}, {"bad-links", "0"},
+                                         {"noise", "0.20"}, {"per-peer", "on"}, {"nodes", "12"}});
+  CHECK(simulate_trial(healthy, 43, true).findings == 0);
 }
