@@ -72,6 +72,7 @@ void Planner::Impl::record_slow_pair(int a, int b, std::int64_t round, double sl
   nodes[a].slow_pairs.push_back({b, round, slowness, figure});
   nodes[b].slow_pairs.push_back({a, round, slowness, figure});
   auto& l = links[{std::min(a, b), std::max(a, b)}];
+  if (l.slow_pair_tests.empty() && l.edge_slow == 0 && l.edge_z.empty()) l.opened_by_pair = true;
   l.slow_pair_tests.emplace_back(round, slowness);
 }
 
@@ -285,8 +286,9 @@ double Planner::Impl::pair_only_fine_limit(const LinkData& l) const {
   return std::sqrt(std::max(1.0, v[v.size() / 2]));
 }
 
-// A pair-only link is confirmed on pair retests alone, against what its groups said, so it needs a
-// vote more than a link candidate (three at least) and no fast retest: at 20% noise a healthy pair
+// A pair-only link is confirmed on pair retests alone (its slow pair tests after the one that
+// opened it), against what its groups said, so it needs a vote more than a link candidate (three at
+// least) and no fast retest: at 20% noise a healthy pair
 // reads slow in a lone retest about one time in 25, and with two votes a healthy cluster of 12 had a
 // false link.slow in 300 campaigns; a node slow in half the rounds (intermittent, 3x) read fast once
 // and slow three times with one partner at N=8, and was named as their link. A cap is steady: a 2x
@@ -300,7 +302,7 @@ int Planner::Impl::pair_only_retests() const { return pair_only_votes() + 1; }
 // reported unresolved (report.cpp).
 void Planner::Impl::decide_pair_only_link(int a, int b) {
   auto& l = links[{a, b}];
-  const int votes = link_pair_votes(l);
+  const int votes = pair_only_votes_of(l);
   const int fast = l.fast_pair_tests;
   // Slow again in a pair retest: from now on its ends are tested in pairs and judged on them.
   if (votes > 0) nodes[a].pair_checked = nodes[b].pair_checked = true;
@@ -314,7 +316,26 @@ void Planner::Impl::decide_pair_only_link(int a, int b) {
              (l.pair_retests >= pair_only_retests() && fast >= votes)) {
     l.cleared = true;
     note(link_id(a, b) + " is fast in pair retests: the earlier slow pair was noise");
+    release_pair_checked(a);
+    release_pair_checked(b);
   }
+}
+
+// Votes of a pair-only link: its slow pair tests after the one that opened it, whatever planned that
+// one (the screen's is no vote anyway; Full mode's every-pair round or a resolve pair would be).
+int Planner::Impl::pair_only_votes_of(const LinkData& l) const {
+  if (l.slow_pair_tests.empty()) return 0;
+  const auto first = l.slow_pair_tests.front().first;
+  return static_cast<int>(std::count_if(l.slow_pair_tests.begin(), l.slow_pair_tests.end(),
+                                        [&](const auto& t) { return t.first > first; }));
+}
+
+// A node stays pair-checked only while it is an end of an undecided or confirmed pair-only link
+// read slow again: once its noise pair is cleared, its rows count as tests again.
+void Planner::Impl::release_pair_checked(int u) {
+  for (const auto& [key, l] : links)
+    if ((key.first == u || key.second == u) && l.pair_only && !l.cleared && pair_only_votes_of(l) > 0) return;
+  nodes[u].pair_checked = false;
 }
 
 }  // namespace kiln::analysis

@@ -250,13 +250,17 @@ std::vector<std::pair<int, int>> Planner::Impl::record_sightings(const EdgeReadi
   return opened;
 }
 
-// Slow in a pair test, then fine inside a group: a cap between an edge's share of an all-to-all and
-// what one pair test pushes slows pair tests only, so only they can clear it. Up to 256 nodes, where
+// Opened by a slow pair test, then clearly fine inside a group: a cap between an edge's share of an
+// all-to-all and what one pair test pushes slows pair tests only, so only they can clear it. Up to 256 nodes, where
 // pair candidates are retested inside groups (strategy_resolve.cpp); past that they are retested as
 // pairs anyway.
 void Planner::Impl::mark_pair_only(int a, int b) {
   auto& l = links[{a, b}];
-  if (l.pair_only || l.slow_pair_tests.empty() || l.edge_fast == 0 || !edges_seen || n > kSmallEdgeCluster) return;
+  if (l.pair_only || !l.opened_by_pair || !edges_seen || n > kSmallEdgeCluster || l.edge_fast == 0) return;
+  // Once it is an edge suspicion (retest_edge_links), only a clearly fine reading (z < kClearZ): one
+  // in between leaves it to its group retests, where a link that slows every byte shows and a 1.25x
+  // one does not in pair tests. Before that any reading short of slow does, as it would clear it.
+  if (l.edge_slow > 0 && std::none_of(l.edge_z.begin(), l.edge_z.end(), [](double z) { return z < kClearZ; })) return;
   l.pair_only = true;
   ++pair_only_links;
   note(link_id(a, b) + " is within its group's edges but was slow in a pair test: retested as a pair, "

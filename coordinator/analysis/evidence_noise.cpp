@@ -79,8 +79,8 @@ double pair_rate_of(long tests, long slow) {
 // Pair tests between known-good nodes, but a pair-only link's retests (LinkData::pair_only): they
 // are its own record, and a capped link read slow in twenty retests made the base rate 0.5, so it
 // asked 64 votes and was retested to round 52 (N=100). The test that opened it counts, as it does
-// in its ends' records (pair_records): leaving it out made two stragglers in 100 pair tests look
-// beyond noise for a node in Full mode.
+// in its ends' records until the link is confirmed (pair_records): leaving it out made two
+// stragglers in 100 pair tests look beyond noise for a node in Full mode.
 bool Planner::Impl::base_rate_pair(const PairTest& t) const {
   if (!good(t.a) || !good(t.b)) return false;
   if (pair_only_links == 0) return true;  // no lookup per test where there are none (past 256 nodes)

@@ -99,6 +99,7 @@ struct LinkData {
   // its ends are paired with other known-good partners to tell a slow end from a slow link.
   bool pair_only = false;
   int pair_retests = 0;
+  bool opened_by_pair = false;  // its first evidence was a slow pair test, not a slow edge
 };
 
 // A group's per-edge figures judged against each other (evidence_edges.cpp).
@@ -368,6 +369,8 @@ struct Planner::Impl : Setup, Evidence {
   void decide_pair_only_link(int a, int b);
   int pair_only_votes() const;               // pair retests reading slow that confirm a pair-only link
   int pair_only_retests() const;             // pair retests a pair-only link gets
+  int pair_only_votes_of(const LinkData& l) const;  // its slow pair tests after the one that opened it
+  void release_pair_checked(int u);          // u is no end of an open pair-only link read slow again
   // A fast pair test of u, at most limit times slower than expected, with a partner but except.
   bool fine_in_pairs(int u, int except, double limit = std::numeric_limits<double>::infinity()) const;
   double pair_only_fine_limit(const LinkData& l) const;

@@ -105,8 +105,8 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
     out.push_back(kiln::make_finding(
         kiln::Code::NodeSlow, {"node", name(u)},
         name(u) + " is slow with " + std::to_string(partners.size()) + " distinct known-good partners" +
-            (d.pair_checked ? " in pair tests, fine inside all-to-all groups (a port capped below what one pair "
-                              "test pushes, above what an all-to-all does)" : ""),
+            (d.pair_checked && d.slow_rows == 0 ? " in pair tests, fine inside all-to-all groups (a port capped "
+                                                  "below what one pair test pushes, above what an all-to-all does)" : ""),
         std::move(evidence), confidence(static_cast<int>(partners.size()), fast)));
   }
 
@@ -150,7 +150,8 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
       pairs.push_back({{"round", round}, {"slowness", finite(slowness)}});
     const std::string why = book.out_of_rounds
                                 ? "the round budget (max_rounds=" + std::to_string(book.max_rounds) + ") ran out"
-                                : "its pair retests or its ends' pair checks ran out (fine inside all-to-all groups)";
+                                : "its pair retests or its ends' pair checks ran out, or an end is still under test "
+                                  "(fine inside all-to-all groups)";
     out.push_back(kiln::make_finding(
         kiln::Code::LocalizeUnresolved, {"link", link_id(a, b)},
         "link " + link_id(a, b) + " is undecided: " + std::to_string(l.slow_pair_tests.size() + l.group_votes) +

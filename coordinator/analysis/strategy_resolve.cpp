@@ -118,8 +118,9 @@ int row_suspects(Planner::Impl& s, RoundDraft& round, const std::vector<int>& ne
   return rows;
 }
 
-// Pair tests an end of a pair-only link gets with other partners: three slow ones are three votes.
-constexpr int kPairChecks = 3;
+// Pair tests an end of a pair-only link gets with other partners: enough that, with the link's other
+// end, they can give a slow end the distinct partners it needs (node_votes_needed() + 1; 3 by default).
+int pair_checks(const Planner::Impl& s) { return std::max(3, s.node_votes_needed() + 1); }
 
 int pair_suspects(Planner::Impl& s, RoundDraft& round) {
   PartnerPool pool;
@@ -155,18 +156,18 @@ int pair_suspects(Planner::Impl& s, RoundDraft& round) {
     ++paired;
   }
   // Ends of pair-only links read slow again: each meets another known-good partner in a pair test until it has been
-  // fast in one (up to kPairChecks), so a slow end (a port capped above an all-to-all's rate per
+  // fast in one (up to pair_checks()), so a slow end (a port capped above an all-to-all's rate per
   // rank, which its rows do not reach) is told apart from a slow link. Its rows may have used up its
   // resolution tests: these are counted apart.
   for (auto [a, b] : s.candidate_links()) {
     const auto& l = s.links.at({a, b});
     // Only once a pair retest read slow again: most pair-only links are a noise pair, cleared by
     // their first retest, and checking their ends too cost rounds in healthy campaigns.
-    if (!l.pair_only || s.link_pair_votes(l) == 0) continue;
+    if (!l.pair_only || l.confirmed || s.pair_only_votes_of(l) == 0) continue;
     const double limit = s.pair_only_fine_limit(l);
     for (auto [u, v] : {std::pair{a, b}, std::pair{b, a}}) {
       auto& d = s.nodes[u];
-      if (round.busy[u] || s.fine_in_pairs(u, v, limit) || d.pair_checks >= kPairChecks) continue;
+      if (round.busy[u] || s.fine_in_pairs(u, v, limit) || d.pair_checks >= pair_checks(s)) continue;
       const int partner = pick_partner(s, round, u, pool, needs);
       if (partner < 0 || partner == v || !s.good(partner)) continue;
       d.tried.push_back(partner);
