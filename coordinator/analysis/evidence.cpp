@@ -324,10 +324,8 @@ void Planner::Impl::decide_pair_only_link(int a, int b) {
 // Votes of a pair-only link: its slow pair tests after the one that opened it, whatever planned that
 // one (the screen's is no vote anyway; Full mode's every-pair round or a resolve pair would be).
 int Planner::Impl::pair_only_votes_of(const LinkData& l) const {
-  if (l.slow_pair_tests.empty()) return 0;
-  const auto first = l.slow_pair_tests.front().first;
   return static_cast<int>(std::count_if(l.slow_pair_tests.begin(), l.slow_pair_tests.end(),
-                                        [&](const auto& t) { return t.first > first; }));
+                                        [&](const auto& t) { return l.pair_only_retest(t.first); }));
 }
 
 // A node stays pair-checked only while it is an end of an undecided or confirmed pair-only link

@@ -30,15 +30,13 @@ std::vector<PairRecord> Planner::Impl::pair_records() const {
     if (t.slow) ++slow_tests[t.a], ++slow_tests[t.b];
   std::vector<PairRecord> rec(static_cast<std::size_t>(n));
   std::vector<std::set<int>> partners(static_cast<std::size_t>(n));
-  std::set<std::pair<int, int>> pair_only_seen;  // pair-only links whose first slow test was counted
   for (const auto& t : pair_tests) {
-    // A pair-only link's retests are its own record (LinkData::pair_only): its first slow test
-    // counts for its ends, as any slow pair test does, its repeats do not, and none once it is
+    // A pair-only link's retests are its own record (LinkData::pair_only): the slow test that opened
+    // it counts for its ends, as any slow pair test does, its retests do not, and none once it is
     // confirmed (in Full mode its ends were then reported intermittent, 2 slow of 47).
-    const auto key = std::minmax(t.a, t.b);
     if (t.slow && pair_only_links > 0) {
-      const auto& l = links.at({key.first, key.second});
-      if (l.pair_only && (l.confirmed || !pair_only_seen.insert({key.first, key.second}).second)) continue;
+      const auto& l = links.at(std::minmax(t.a, t.b));
+      if (l.pair_only && (l.confirmed || l.pair_only_retest(t.round))) continue;
     }
     for (auto [u, v] : {std::pair{t.a, t.b}, std::pair{t.b, t.a}}) {
       auto& r = rec[u];

@@ -85,8 +85,7 @@ bool Planner::Impl::base_rate_pair(const PairTest& t) const {
   if (!good(t.a) || !good(t.b)) return false;
   if (pair_only_links == 0) return true;  // no lookup per test where there are none (past 256 nodes)
   const auto it = links.find(std::minmax(t.a, t.b));
-  if (it == links.end() || !it->second.pair_only || it->second.slow_pair_tests.empty()) return true;
-  return t.round <= it->second.slow_pair_tests.front().first;  // the test that opened it counts
+  return it == links.end() || !it->second.pair_only_retest(t.round);  // the test that opened it counts
 }
 
 double Planner::Impl::pair_slow_rate() const {

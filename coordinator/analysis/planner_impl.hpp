@@ -100,6 +100,10 @@ struct LinkData {
   bool pair_only = false;
   int pair_retests = 0;
   bool opened_by_pair = false;  // its first evidence was a slow pair test, not a slow edge
+  // A pair test of a pair-only link in this round is one of its retests: after the one that opened it.
+  bool pair_only_retest(std::int64_t round) const {
+    return pair_only && !slow_pair_tests.empty() && round > slow_pair_tests.front().first;
+  }
 };
 
 // A group's per-edge figures judged against each other (evidence_edges.cpp).
