@@ -111,6 +111,7 @@ struct EdgeReading {
   std::vector<int> slow_rows;                  // members slow with most of their peers
   std::vector<std::pair<int, int>> slow_links; // slow edges whose ends are otherwise fine, (low, high)
   std::map<int, std::vector<int>> row_partners;  // slow row -> peers of its slow edges
+  std::map<int, std::vector<std::pair<double, int>>> row_peers;  // slow row -> (z, peer) of its edges to fine rows
   std::vector<std::pair<std::pair<int, int>, double>> readings;  // candidates' edges again: (link, z)
   // Slow edges in a group that opens no suspicion (a retest, certification, a look again): counted
   // per edge, and a suspicion once an edge has read slow more often than noise explains.
@@ -330,6 +331,7 @@ struct Planner::Impl : Setup, Evidence {
   // planner.cpp
   bool good(int u) const { return active(u) && nodes[u].fast > 0; }
   bool active(int u) const { return !nodes[u].lost && !nodes[u].bad && nodes[u].slow_switch < 0; }
+  std::vector<int> short_row_partner(int u, const EdgeReading& r) const;  // evidence_edges.cpp
   std::string name(int u) const;
   std::string link_id(int a, int b) const;
   void note(const std::string& s);
