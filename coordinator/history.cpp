@@ -2,14 +2,18 @@
 #include "coordinator/history.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <tuple>
 #include <stdexcept>
 
 #include "common/channel.hpp"
 #include "common/checks.hpp"
 #include "common/findings.hpp"
+#include "common/hostlist.hpp"
 #include "common/stats.hpp"
 
 namespace kiln::coord {
@@ -138,9 +142,64 @@ RunSummary summarize_run_dir(const fs::path& dir) {
   return summarize(report, std::move(figures), plan, fs::absolute(dir).lexically_normal().string());
 }
 
+namespace {
+
+// A figure that fell on every node reporting it (two or more) is not one node's regression: a
+// collective's figure is the group's on every rank (one slow port made 8 of 8 nodes "regressed" on
+// the 8-node testbed), and a change every node shares (driver, firmware, the fabric) moves them all.
+// It is one node.regressed finding for the group, whose next step points at the run's own findings.
+std::vector<Finding> merge_shared_regressions(
+    std::vector<Finding> found, const std::map<std::tuple<std::string, std::string, std::string>, std::vector<std::string>>& reporting,
+    const std::map<std::tuple<std::string, std::string, std::string>, std::vector<std::size_t>>& regressed) {
+  std::vector<char> merged(found.size(), 0);
+  std::vector<Finding> groups;
+  for (const auto& [key, idx] : regressed) {
+    const auto& hosts = reporting.at(key);
+    if (hosts.size() < 2 || idx.size() < hosts.size()) continue;
+    const auto& [test, metric, basis] = key;
+    json evidence = json::array();
+    double lo = 1.0, hi = 0.0, confidence = 0.0;
+    for (auto i : idx) {
+      merged[i] = 1;
+      auto e = found[i].evidence[0];
+      e["node"] = found[i].entity.id;
+      const double fr = e.value("fraction", 0.0);
+      lo = std::min(lo, fr), hi = std::max(hi, fr);
+      confidence = std::max(confidence, found[i].confidence);
+      evidence.push_back(std::move(e));
+    }
+    char range[64], text[320];
+    if (std::lround(lo * 100) == std::lround(hi * 100)) std::snprintf(range, sizeof range, "%.0f%%", hi * 100);
+    else std::snprintf(range, sizeof range, "%.0f-%.0f%%", lo * 100, hi * 100);
+    std::snprintf(text, sizeof text,
+                  "%s %s is %s worse than its median over earlier runs on every one of the %zu nodes that report "
+                  "it: a figure they share, not one node's",
+                  test.c_str(), metric.c_str(), range, hosts.size());
+    auto f = make_finding(Code::NodeRegressed, {"group", kiln::hostlist::compress(hosts)}, text, std::move(evidence),
+                          confidence);
+    f.next_step = "this run's node.slow, link.slow or switch.slow findings name the cause where one was found; with "
+                  "none, the whole group got slower since the earlier runs (fabric, driver, firmware or load): "
+                  "compare with one of them (kiln diff), then run again to confirm";
+    groups.push_back(std::move(f));
+  }
+  std::vector<Finding> out;
+  for (std::size_t i = 0; i < found.size(); ++i)
+    if (!merged[i]) out.push_back(std::move(found[i]));
+  for (auto& g : groups) out.push_back(std::move(g));
+  return out;
+}
+
+}  // namespace
+
 std::vector<Finding> regression_findings(const std::vector<HistFigure>& now, const NodePast& past,
                                          const RegressionConfig& cfg) {
   std::vector<Finding> out;
+  // Per figure (test, metric, basis): the nodes that report it now, and those whose figure regressed.
+  using FigureKey = std::tuple<std::string, std::string, std::string>;
+  std::map<FigureKey, std::vector<std::string>> reporting;
+  std::map<FigureKey, std::vector<std::size_t>> regressed;  // indexes into out
+  for (const auto& f : now)
+    if (f.peer.empty()) reporting[{f.test, f.metric, f.basis}].push_back(f.host);
   for (const auto& f : now) {
     if (!f.peer.empty()) continue;
     const auto it = past.find({f.host, f.test, f.metric, f.basis});
@@ -157,13 +216,14 @@ std::vector<Finding> regression_findings(const std::vector<HistFigure>& now, con
     std::snprintf(text, sizeof text, "%s %s %.4g %s is %.0f%% worse than its median %.4g over its last %zu runs",
                   f.test.c_str(), f.metric.c_str(), f.value, f.unit.c_str(), worse * 100, before, n);
     const double confidence = std::min(0.9, 0.5 + 0.1 * static_cast<double>(n));
+    regressed[{f.test, f.metric, f.basis}].push_back(out.size());
     out.push_back(make_finding(Code::NodeRegressed, {"node", f.host}, text,
                                json::array({{{"figure", f.test + " " + f.metric}, {"unit", f.unit}, {"now", f.value},
                                              {"median_before", before}, {"runs", n}, {"fraction", worse},
                                              {"threshold", cfg.threshold}}}),
                                confidence));
   }
-  return out;
+  return merge_shared_regressions(std::move(out), reporting, regressed);
 }
 
 fs::path history_path(const std::string& option) {

@@ -114,6 +114,35 @@ TEST_CASE("regression: 30% slower than two earlier runs is node.regressed, a war
   CHECK(plan.targets.empty());
 }
 
+TEST_CASE("regression: a figure that fell on every node reporting it is one finding for the group", "[history]") {
+  // An all-to-all's figure is the group's on every rank: one slow port made it fall on all 8 nodes.
+  NodePast past;
+  std::vector<HistFigure> now;
+  for (const std::string h : {"n1", "n2", "n3"}) {
+    past[{h, "gpu.copy_bw", "h2d_bw", ""}] = {20, 20};
+    now.push_back(node_fig(h, 15));
+  }
+  auto found = regression_findings(now, past, {});
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].code == Code::NodeRegressed);
+  CHECK(found[0].entity.kind == "group");
+  CHECK(found[0].entity.id == "n[1-3]");
+  CHECK(found[0].evidence.size() == 3);
+  CHECK(found[0].evidence[1]["node"] == "n2");
+  CHECK(found[0].summary.find("every one of the 3 nodes") != std::string::npos);
+  CHECK(found[0].next_step.find("node.slow") != std::string::npos);
+  // One node that did not fall keeps the others' findings per node.
+  now[2] = node_fig("n3", 20);
+  found = regression_findings(now, past, {});
+  REQUIRE(found.size() == 2);
+  CHECK(found[0].entity.kind == "node");
+  CHECK(found[1].entity.id == "n2");
+  // A node that reports the figure alone is that node's.
+  found = regression_findings({node_fig("n1", 15)}, past, {});
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].entity.id == "n1");
+}
+
 TEST_CASE("regression: 5% slower, or fewer than 2 earlier runs, is no finding", "[history]") {
   CHECK(regression_findings({node_fig("n1", 19)}, past_of({20, 20}), {}).empty());
   CHECK(regression_findings({node_fig("n1", 10)}, past_of({20}), {}).empty());
