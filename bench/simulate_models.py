@@ -14,7 +14,8 @@ Cells (each at every N of --sizes, --seeds seeds; healthy cells at 10x the seeds
   rate-cap 2x    a node and a link capped at half a pair test's rate, all-to-all at the port's rate
                  and at 0.4 of it (--a2a-demand)                 -> reported (no target: a capped link
                                                                      shows in pair tests only)
-One-fault cells must also finish within 2*log2(N)+10 rounds (worst seed). Noise is lognormal 5% with
+One-fault cells must also finish within 2*log2(N)+10 rounds (worst seed). Groups report per-edge figures
+(--per-peer on, as a live round does) unless --per-peer off. Noise is lognormal 5% with
 0.5% heavy-tailed stragglers unless the cell says otherwise. --time-large times one N=16384 trial of
 each model. Only the Python standard library; one cell at a time (one core).
 """
@@ -102,8 +103,13 @@ def main():
     ap.add_argument("--models", help="comma-separated models to keep (default: all)")
     ap.add_argument("--time-large", action="store_true", help="time one N=16384 trial of every model")
     ap.add_argument("--runner", help="simulator command, e.g. 'build/bin/kiln simulate'")
+    ap.add_argument("--per-peer", choices=["on", "off"], default="on",
+                    help="per-edge figures from groups of up to 256, as a live round times them (on); "
+                         "ignored when --runner already passes --per-peer")
     args = ap.parse_args()
     cmd = find_runner(args.runner)
+    if "--per-peer" not in cmd:
+        cmd = cmd + ["--per-peer", args.per_peer]
     keep = set(args.models.split(",")) if args.models else None
     sizes = [int(x) for x in args.sizes.split(",")]
 
