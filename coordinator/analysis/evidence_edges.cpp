@@ -209,11 +209,7 @@ Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t ro
   }
   record_edge_evidence(r, round, figure);
   for (int u : g) ++nodes[u].rows;
-  for (int u : r.slow_rows) {
-    auto& d = nodes[u];
-    ++d.slow_rows;
-    if (auto it = r.row_partners.find(u); it != r.row_partners.end()) d.row_partners.insert(it->second.begin(), it->second.end());
-  }
+  for (int u : r.slow_rows) ++nodes[u].slow_rows;
   std::vector<int> fine;
   for (int u : g)
     if (std::find(r.slow_rows.begin(), r.slow_rows.end(), u) == r.slow_rows.end())
@@ -313,10 +309,15 @@ void Planner::Impl::record_edge_evidence(const EdgeReading& r, std::int64_t roun
   nlohmann::json rows = nlohmann::json::array();
   for (int u : r.slow_rows) {
     rows.push_back(name(u));
-    auto partners = r.row_partners.count(u) ? r.row_partners.at(u) : std::vector<int>{};
+    // Its row partners (the node's record, evidence_intermittent.cpp) are every slow edge's peer and
+    // every peer it votes with.
+    auto& d = nodes[u];
+    const auto it = r.row_partners.find(u);
+    auto partners = it != r.row_partners.end() ? it->second : std::vector<int>{};
+    d.row_partners.insert(partners.begin(), partners.end());
     if (partners.size() < kSureRow) partners = short_row_partner(u, r);
     partners.resize(std::min(partners.size(), kMaxRowVotes));
-    for (int v : partners) nodes[u].slow_pairs.push_back({v, round, 0.0, figure}), nodes[u].row_partners.insert(v);
+    for (int v : partners) d.slow_pairs.push_back({v, round, 0.0, figure}), d.row_partners.insert(v);
   }
   auto opened = r.slow_links;
   for (auto k : record_sightings(r)) opened.push_back(k);
