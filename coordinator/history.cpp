@@ -148,13 +148,19 @@ namespace {
 // collective's figure is the group's on every rank (one slow port made 8 of 8 nodes "regressed" on
 // the 8-node testbed), and a change every node shares (driver, firmware, the fabric) moves them all.
 // It is one node.regressed finding for the group, whose next step points at the run's own findings.
-std::vector<Finding> merge_shared_regressions(
-    std::vector<Finding> found, const std::map<std::tuple<std::string, std::string, std::string>, std::vector<std::string>>& reporting,
-    const std::map<std::tuple<std::string, std::string, std::string>, std::vector<std::size_t>>& regressed) {
+// Per figure (test, metric, basis): the nodes that report it now, and its node.regressed findings.
+using FigureKey = std::tuple<std::string, std::string, std::string>;
+struct FigureNodes {
+  std::vector<std::string> hosts;
+  std::vector<std::size_t> regressed;  // indexes into the findings
+};
+
+std::vector<Finding> merge_shared_regressions(std::vector<Finding> found, const std::map<FigureKey, FigureNodes>& figures) {
   std::vector<char> merged(found.size(), 0);
   std::vector<Finding> groups;
-  for (const auto& [key, idx] : regressed) {
-    const auto& hosts = reporting.at(key);
+  for (const auto& [key, fig] : figures) {
+    const auto& hosts = fig.hosts;
+    const auto& idx = fig.regressed;
     if (hosts.size() < 2 || idx.size() < hosts.size()) continue;
     const auto& [test, metric, basis] = key;
     json evidence = json::array();
@@ -194,14 +200,11 @@ std::vector<Finding> merge_shared_regressions(
 std::vector<Finding> regression_findings(const std::vector<HistFigure>& now, const NodePast& past,
                                          const RegressionConfig& cfg) {
   std::vector<Finding> out;
-  // Per figure (test, metric, basis): the nodes that report it now, and those whose figure regressed.
-  using FigureKey = std::tuple<std::string, std::string, std::string>;
-  std::map<FigureKey, std::vector<std::string>> reporting;
-  std::map<FigureKey, std::vector<std::size_t>> regressed;  // indexes into out
-  for (const auto& f : now)
-    if (f.peer.empty()) reporting[{f.test, f.metric, f.basis}].push_back(f.host);
+  std::map<FigureKey, FigureNodes> figures;
   for (const auto& f : now) {
     if (!f.peer.empty()) continue;
+    auto& fig = figures[{f.test, f.metric, f.basis}];
+    fig.hosts.push_back(f.host);
     const auto it = past.find({f.host, f.test, f.metric, f.basis});
     if (it == past.end()) continue;
     const std::size_t n = std::min<std::size_t>(it->second.size(), static_cast<std::size_t>(std::max(cfg.runs, 0)));
@@ -216,14 +219,14 @@ std::vector<Finding> regression_findings(const std::vector<HistFigure>& now, con
     std::snprintf(text, sizeof text, "%s %s %.4g %s is %.0f%% worse than its median %.4g over its last %zu runs",
                   f.test.c_str(), f.metric.c_str(), f.value, f.unit.c_str(), worse * 100, before, n);
     const double confidence = std::min(0.9, 0.5 + 0.1 * static_cast<double>(n));
-    regressed[{f.test, f.metric, f.basis}].push_back(out.size());
+    fig.regressed.push_back(out.size());
     out.push_back(make_finding(Code::NodeRegressed, {"node", f.host}, text,
                                json::array({{{"figure", f.test + " " + f.metric}, {"unit", f.unit}, {"now", f.value},
                                              {"median_before", before}, {"runs", n}, {"fraction", worse},
                                              {"threshold", cfg.threshold}}}),
                                confidence));
   }
-  return merge_shared_regressions(std::move(out), reporting, regressed);
+  return merge_shared_regressions(std::move(out), figures);
 }
 
 fs::path history_path(const std::string& option) {
