@@ -326,6 +326,7 @@ void Planner::Impl::record_edge_evidence(const EdgeReading& r, std::int64_t roun
     auto& l = links[k];
     l.edge_z.push_back(z);
     ++(z >= kDecideZ ? l.edge_slow : l.edge_fast);
+    if (z >= kClearZ && z < kDecideZ) ++l.edge_between;
   }
   if (rows.empty() && opened.empty()) return;
   nlohmann::json e = {{"edges", {{"slow_rows", rows}, {"slow_edges", opened.size()}}}};

@@ -88,6 +88,7 @@ struct LinkData {
   // suspicion and is no vote, since a heavy-tailed straggler makes one edge of many slow.
   int edge_slow = 0;
   int edge_fast = 0;
+  int edge_between = 0;  // of edge_fast: retest readings between the clearing and the deciding z
   std::vector<double> edge_z;  // robust z of its edge in each group after the one that opened it
   bool confirmed = false;
   bool cleared = false;

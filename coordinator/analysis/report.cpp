@@ -140,25 +140,35 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
   if (book.out_of_rounds)
     if (auto summary = noise_unresolved()) out.push_back(*summary);
   // Undecided link candidates when the round budget ran out; a pair-only link (slow in a pair test,
-  // fine in groups, which rounds of groups cannot settle) whenever it is left undecided.
+  // fine in groups, which rounds of groups cannot settle) whenever it is left undecided; and an edge
+  // suspicion that read slow again on retest, none of its retests within the healthy spread, whose
+  // retests ran out short of the readings that confirm a link (it was dropped without a word).
   for (const auto& [key, l] : links) {
     if (l.confirmed || l.cleared || !good(key.first) || !good(key.second) || noise_single(l)) continue;
-    if (!book.out_of_rounds && !l.pair_only) continue;
+    const bool edges_short = !l.pair_only && l.edge_slow >= 2;
+    if (!book.out_of_rounds && !l.pair_only && !edges_short) continue;
     const auto& [a, b] = key;
     nlohmann::json pairs = nlohmann::json::array();
     for (const auto& [round, slowness] : l.slow_pair_tests)
       pairs.push_back({{"round", round}, {"slowness", finite(slowness)}});
-    const std::string why = book.out_of_rounds
-                                ? "the round budget (max_rounds=" + std::to_string(book.max_rounds) + ") ran out"
-                                : "its pair retests or its ends' pair checks ran out, or an end is still under test "
-                                  "(fine inside all-to-all groups)";
-    out.push_back(kiln::make_finding(
-        kiln::Code::LocalizeUnresolved, {"link", link_id(a, b)},
-        "link " + link_id(a, b) + " is undecided: " + std::to_string(l.slow_pair_tests.size() + l.group_votes) +
-            " slow vote(s), " + std::to_string(l.fast_pair_tests) + " fast pair test(s) when " + why,
-        {{"slow_pair_tests", pairs}, {"group_votes", l.group_votes}, {"fast_pair_tests", l.fast_pair_tests},
-         {"votes_needed", link_votes_needed()}, {"stopped", why}, {"rounds", book.observed}},
-        0.5));
+    const std::string why =
+        book.out_of_rounds ? "the round budget (max_rounds=" + std::to_string(book.max_rounds) + ") ran out"
+        : l.pair_only      ? "its pair retests or its ends' pair checks ran out, or an end is still under test "
+                             "(fine inside all-to-all groups)"
+                           : "its edge retests ran out short of the " + std::to_string(edge_readings_needed()) +
+                                 " slow readings that confirm a link";
+    const std::string votes = edges_short ? std::to_string(l.edge_slow - 1) + " of " + std::to_string(l.edge_z.size()) +
+                                                " edge retest(s) slow, none within the healthy spread,"
+                                          : std::to_string(l.slow_pair_tests.size() + l.group_votes) + " slow vote(s), " +
+                                                std::to_string(l.fast_pair_tests) + " fast pair test(s)";
+    nlohmann::json evidence = {{"slow_pair_tests", pairs}, {"group_votes", l.group_votes},
+                               {"fast_pair_tests", l.fast_pair_tests}, {"votes_needed", link_votes_needed()},
+                               {"stopped", why}, {"rounds", book.observed}};
+    if (!l.edge_z.empty()) evidence["edge_retest_z"] = l.edge_z, evidence["edge_readings_needed"] = edge_readings_needed();
+    out.push_back(kiln::make_finding(kiln::Code::LocalizeUnresolved, {"link", link_id(a, b)},
+                                     "link " + link_id(a, b) + " is undecided: " + votes + " when " + why +
+                                         "; retest it with a pair test or another campaign",
+                                     std::move(evidence), 0.5));
   }
 
   for (const auto& [key, l] : links) {
