@@ -386,7 +386,7 @@ struct Planner::Impl : Setup, Evidence {
   // evidence_intermittent.cpp
   std::vector<PairRecord> pair_records() const;
   bool watched(int u, const PairRecord& r) const;   // fast once, slow with a clean partner: test again
-  bool intermittent_unresolved(int u, const PairRecord& r) const;
+  bool intermittent_unresolved(int u, const PairRecord& r, int tested) const;
   void mark_intermittent(std::int64_t round);
 
   // evidence_noise.cpp: rules that scale with the campaign's measured noise

@@ -112,10 +112,11 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
 
   // Suspects the planner gave up on: a node that ran out of resolution tests or partners, or, when
   // the round budget ran out, any node never seen fast and any link candidate still undecided.
+  const int tested = static_cast<int>(std::count_if(rec.begin(), rec.end(), [](const PairRecord& r) { return r.tests > 0; }));
   for (int u = 0; u < n; ++u) {
     const auto& d = nodes[u];
     if (!active(u)) continue;
-    if (intermittent_unresolved(u, rec[u])) {
+    if (intermittent_unresolved(u, rec[u], tested)) {
       out.push_back(intermittent_finding(u, kiln::Code::LocalizeUnresolved, rec[u],
                                          ": too few tests to decide; test it again with known-good partners", 0.5));
       continue;
