@@ -156,10 +156,11 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
         book.out_of_rounds ? "the round budget (max_rounds=" + std::to_string(book.max_rounds) + ") ran out"
         : l.pair_only      ? "its pair retests or its ends' pair checks ran out, or an end is still under test "
                              "(fine inside all-to-all groups)"
+        : !book.finished   ? "the campaign stopped before it was decided"
                            : "its edge retests ran out short of the " + std::to_string(edge_readings_needed()) +
                                  " slow readings that confirm a link";
     const std::string votes = edges_short ? std::to_string(l.edge_slow - 1) + " of " + std::to_string(l.edge_z.size()) +
-                                                " edge retest(s) slow, none within the healthy spread,"
+                                                " later edge reading(s) slow, none within the healthy spread,"
                                           : std::to_string(l.slow_pair_tests.size() + l.group_votes) + " slow vote(s), " +
                                                 std::to_string(l.fast_pair_tests) + " fast pair test(s)";
     nlohmann::json evidence = {{"slow_pair_tests", pairs}, {"group_votes", l.group_votes},
