@@ -25,6 +25,10 @@ constexpr double kWatchLevel = 0.05;
 
 }  // namespace
 
+int nodes_tested(const std::vector<PairRecord>& rec) {
+  return static_cast<int>(std::count_if(rec.begin(), rec.end(), [](const PairRecord& r) { return r.tests > 0; }));
+}
+
 std::vector<PairRecord> Planner::Impl::pair_records() const {
   std::vector<int> slow_tests(static_cast<std::size_t>(n), 0);
   for (const auto& t : pair_tests)
@@ -88,7 +92,7 @@ bool Planner::Impl::intermittent_unresolved(int u, const PairRecord& r, int test
 void Planner::Impl::mark_intermittent(std::int64_t round) {
   count_pair_rates();
   const auto rec = pair_records();
-  const int tested = static_cast<int>(std::count_if(rec.begin(), rec.end(), [](const PairRecord& r) { return r.tests > 0; }));
+  const int tested = nodes_tested(rec);
   for (int u = 0; u < n; ++u) {
     auto& d = nodes[u];
     const auto& r = rec[u];

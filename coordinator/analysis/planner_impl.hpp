@@ -78,6 +78,9 @@ struct PairRecord {
   int distinct = 0;
 };
 
+// Nodes with at least one test in their record: the count the intermittent rules split alpha over.
+int nodes_tested(const std::vector<PairRecord>& rec);
+
 // Candidate slow link between two nodes that are each fine with other partners.
 struct LinkData {
   std::vector<std::pair<std::int64_t, double>> slow_pair_tests;  // (round, slowness)

@@ -112,7 +112,7 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
 
   // Suspects the planner gave up on: a node that ran out of resolution tests or partners, or, when
   // the round budget ran out, any node never seen fast and any link candidate still undecided.
-  const int tested = static_cast<int>(std::count_if(rec.begin(), rec.end(), [](const PairRecord& r) { return r.tests > 0; }));
+  const int tested = nodes_tested(rec);
   for (int u = 0; u < n; ++u) {
     const auto& d = nodes[u];
     if (!active(u)) continue;
