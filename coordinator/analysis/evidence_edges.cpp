@@ -267,6 +267,10 @@ void Planner::Impl::mark_pair_only(int a, int b) {
        "since a rate cap shows only at a pair test's rate");
 }
 
+int Planner::Impl::between_readings(const LinkData& l) {
+  return static_cast<int>(std::count_if(l.edge_z.begin(), l.edge_z.end(), [](double z) { return z >= kClearZ && z < kDecideZ; }));
+}
+
 bool Planner::Impl::decide_edge_link(int a, int b) {
   auto& l = links[{a, b}];
   if (l.pair_only || l.edge_slow == 0 || l.edge_z.empty()) return false;
@@ -326,7 +330,6 @@ void Planner::Impl::record_edge_evidence(const EdgeReading& r, std::int64_t roun
     auto& l = links[k];
     l.edge_z.push_back(z);
     ++(z >= kDecideZ ? l.edge_slow : l.edge_fast);
-    if (z >= kClearZ && z < kDecideZ) ++l.edge_between;
   }
   if (rows.empty() && opened.empty()) return;
   nlohmann::json e = {{"edges", {{"slow_rows", rows}, {"slow_edges", opened.size()}}}};

@@ -91,7 +91,6 @@ struct LinkData {
   // suspicion and is no vote, since a heavy-tailed straggler makes one edge of many slow.
   int edge_slow = 0;
   int edge_fast = 0;
-  int edge_between = 0;  // of edge_fast: retest readings between the clearing and the deciding z
   std::vector<double> edge_z;  // robust z of its edge in each group after the one that opened it
   bool confirmed = false;
   bool cleared = false;
@@ -374,6 +373,7 @@ struct Planner::Impl : Setup, Evidence {
   std::vector<std::pair<int, int>> record_sightings(const EdgeReading& r);
   // A link opened by a slow edge, decided on its later edge readings; false if they cannot yet.
   bool decide_edge_link(int a, int b);
+  static int between_readings(const LinkData& l);  // edge_z between the clearing and the deciding z
   void mark_pair_only(int a, int b);  // a pair-opened link read fine in a group becomes pair-only
   // A pair-only link (LinkData::pair_only), decided on pair tests alone.
   void decide_pair_only_link(int a, int b);

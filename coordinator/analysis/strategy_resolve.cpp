@@ -37,7 +37,7 @@ int edge_retests(const Planner::Impl& s) {
 constexpr int kSpareRetests = 2;
 
 int edge_retests(const Planner::Impl& s, const LinkData& l) {
-  return edge_retests(s) + std::min(l.edge_between, kSpareRetests);
+  return edge_retests(s) + std::min(Planner::Impl::between_readings(l), kSpareRetests);
 }
 
 // A candidate from slow pair tests is retested inside an all-to-all group too, once groups report
