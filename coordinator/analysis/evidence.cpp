@@ -240,7 +240,7 @@ void Planner::Impl::update_link(int a, int b, const std::vector<PairRecord>& rec
   const int group_votes = l.edge_slow + l.edge_fast > 0 ? 0 : l.group_votes;
   const int seen = static_cast<int>(l.slow_pair_tests.size()) + group_votes + l.edge_slow;
   const int extra = l.edge_slow > 0 ? 1 : 0;
-  if (votes >= link_votes_needed() && votes > fast) {
+  if (votes > fast && votes >= link_votes_needed()) {  // the cheap test first: the rule counts every pair test
     l.confirmed = true;
     l.confirmed_round = book.next_id - 1;
     note(link_id(a, b) + " is slow while both ends are fine with other partners: slow link (" +

@@ -84,9 +84,16 @@ struct ScoredEdge {
 
 bool Planner::Impl::readable_edges(const std::vector<int>& g, const GroupOutcome& o) const {
   if (g.size() < kMinMembers || o.edges.size() < g.size()) return false;
+  // Larger groups than the cluster's timed size are read by their figure alone, as the simulator
+  // (which gives them no edges) validated: 256 members up to 5,819 nodes.
+  if (g.size() > timed_group_size(static_cast<std::size_t>(n))) return false;
+  // Membership by a mark per node, not a search of g per edge: a group of 1,024 has 523,776 edges.
+  std::vector<char> member(static_cast<std::size_t>(n), 0);
+  for (int u : g)
+    if (u >= 0 && u < n) member[static_cast<std::size_t>(u)] = 1;
+  auto in_g = [&](int u) { return u >= 0 && u < n && member[static_cast<std::size_t>(u)]; };
   return std::all_of(o.edges.begin(), o.edges.end(), [&](const EdgeFigure& e) {
-    return e.a != e.b && e.value > 0.0 && std::find(g.begin(), g.end(), e.a) != g.end() &&
-           std::find(g.begin(), g.end(), e.b) != g.end();
+    return e.a != e.b && e.value > 0.0 && in_g(e.a) && in_g(e.b);
   });
 }
 

@@ -114,6 +114,15 @@ struct PlannerConfig {
 // rounds stay within it (strategy_certify.cpp), and `kiln simulate` reports trials against it.
 double one_fault_round_bound(int nodes);
 
+// The most members a group may have and still have every edge timed, for a cluster of n nodes: 256,
+// or where an edge cover of 256-member groups no longer fits the rounds one fault may take, the least
+// of 512 and 1,024 whose cover does: 512 from 5,820 nodes, 1,024 from 11,639 (16,384: 17 rounds of 16
+// groups), and 256 again from 23,277, where none fits and the group search stays. The live check
+// times a peer's block of at least 64 KiB at any group size (mpi.alltoall's peer_block_min), so a
+// group of 1,024 times blocks as large as one of 256 does at the default 16 MiB; the simulator gives
+// per-edge figures to groups of up to this many (strategy_split.cpp).
+std::size_t timed_group_size(std::size_t n);
+
 class Planner {
  public:
   // n: number of nodes (indices 0..n-1). names: host names for entity ids (default "node<i>").

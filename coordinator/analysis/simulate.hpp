@@ -35,7 +35,7 @@ struct SimulateOptions {
   // Cluster model (see docs/localization.md). The defaults are the `basic` model's.
   std::string model = "basic";
   bool dilution = false;        // a rank's time is the mean of its edges; the group's is its slowest rank's
-  bool per_peer = false;        // fill GroupOutcome::edges for groups of at most kPerPeerMaxGroup members
+  bool per_peer = false;        // fill GroupOutcome::edges for groups of at most timed_group_size(nodes) members
   double stragglers = 0.0;      // probability that an edge draw is a heavy-tailed straggler
   double fault_rate = 1.0;      // probability that a fault is active in a round (per fault, per round)
   bool severity_spread = false; // each fault's factor drawn log-uniformly from [slow_factor, 10]
@@ -56,9 +56,8 @@ struct SimulateOptions {
   double a2a_demand = 1.0;
 };
 
-// Groups of at most this many members report per-peer edges under --per-peer (a test timing every
-// peer of a 256-rank all-to-all already has 32,640 figures per group).
-inline constexpr int kPerPeerMaxGroup = 256;
+// Groups of at most timed_group_size(nodes) members (planner.hpp: 256 up to 5,819 nodes) report
+// per-peer edges under --per-peer; larger groups give their group figure only.
 
 // The presets of --model: name and one line for --help.
 const std::vector<std::pair<std::string, std::string>>& simulate_models();

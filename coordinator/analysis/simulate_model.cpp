@@ -164,7 +164,7 @@ GroupOutcome ModelCluster::evaluate(const std::vector<int>& g, std::mt19937_64& 
   GroupOutcome out;
   out.members = g;
   const int size = static_cast<int>(g.size());
-  const bool want_edges = opt_.per_peer && size <= kPerPeerMaxGroup;
+  const bool want_edges = opt_.per_peer && static_cast<std::size_t>(size) <= timed_group_size(static_cast<std::size_t>(opt_.nodes));
   // A pair test pushes one flow at the full rate; a rank of a larger all-to-all pushes a2a_demand
   // of it, split over its size-1 peers.
   const bool capped = opt_.rate_caps && size > 2;

@@ -15,9 +15,9 @@ namespace kiln::analysis::strategy {
 
 namespace {
 
-// Edge retests: groups of at most this many members (a test timing every peer reports 32,640 edges
-// at 256), padded to at least this many so the retested edges have healthy ones to be judged against.
-constexpr std::size_t kMaxEdgeGroup = 256;
+// Edge retests: groups of at most timed_group_size(n) members (256 up to 5,819 nodes; a test timing
+// every peer reports 32,640 edges at 256), padded to at least this many so the retested edges have
+// healthy ones to be judged against.
 constexpr std::size_t kMinEdgeGroup = 8;
 constexpr int kEdgeRetests = 3;
 
@@ -231,7 +231,7 @@ bool first_retests_over(const Planner::Impl& s) {
 }
 
 // Link suspicions from per-edge figures are retested inside all-to-all groups, where their edges
-// are measured again next to healthy ones: one group of up to kMaxEdgeGroup members retests every
+// are measured again next to healthy ones: one group of up to timed_group_size(n) members retests every
 // suspicion among its members at once, however many share an end, and its edges are judged as the
 // first were. Groups hold the suspicions' ends, packed together and padded with free
 // known-good nodes so each has a baseline of healthy edges. After edge_retests() such rounds (3, or
@@ -265,6 +265,7 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
            "retests (left as noise singles); those read slow again go on being retested");
   }
   if (due.empty()) return 0;
+  const std::size_t max_group = timed_group_size(static_cast<std::size_t>(s.n));
   std::vector<std::vector<int>> groups;
   std::map<int, int> group_of;
   std::map<int, int> left;  // due suspicions of an unplaced end to other unplaced ends
@@ -287,7 +288,7 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
         frontier.insert({-++gain[v], v});
       }
     };
-    while (g.size() < kMaxEdgeGroup && !left.empty()) {
+    while (g.size() < max_group && !left.empty()) {
       if (frontier.empty()) {  // a new seed: the unplaced end with the most suspicions left
         place(std::max_element(left.begin(), left.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first);
       } else {

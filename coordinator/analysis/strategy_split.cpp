@@ -135,13 +135,16 @@ void continue_searches(Planner::Impl& s, RoundDraft& round) {
   if (untested > 0 && round.reason.empty()) round.reason = "test groups";
 }
 
-// Groups of at most this many members have every edge timed (the live check, like the simulator,
-// times peers only up to it), and blocks of half that are paired up by the circle method so that
+// Groups of at most this many members have every edge timed up to 5,819 nodes (larger ones past
+// that, timed_group_size; the planner reads a group's edges only up to it, and the simulator gives
+// them only up to it), and blocks of half that are paired up by the circle method so that
 // every edge among the known-good nodes is timed in blocks-1 rounds; past kMaxCoverBlocks blocks
-// the affine cover below takes fewer rounds, and past its reach the single all-to-all (group figure
-// only) is the search.
+// the affine cover below takes fewer rounds, in groups of up to timed_group_size(n), and past its
+// reach the single all-to-all (group figure only) is the search.
 constexpr std::size_t kEdgeGroup = 256;
 constexpr std::size_t kMaxCoverBlocks = 8;
+// The larger timed groups of the affine cover past 256's reach, least first.
+constexpr std::size_t kWideEdgeGroups[] = {512, 1024};
 
 // Blocks of at most half a timed group.
 std::size_t cover_blocks(std::size_t n) { return (n + kEdgeGroup / 2 - 1) / (kEdgeGroup / 2); }
@@ -170,10 +173,10 @@ std::vector<std::vector<std::vector<int>>> edge_cover(const std::vector<int>& v)
 // dealt into q^2 blocks (points (x, y)), each round is one parallel class of lines (y = m x + b for
 // a slope m, or x = c), and a group is the union of one line's q blocks. Two points share exactly
 // one line, so every pair of blocks meets once, and every block meets itself every round. q is the
-// least order whose groups (q blocks of ceil(n / q^2) nodes) fit kEdgeGroup: at 4,096 nodes q = 16,
-// 17 rounds of 16 groups of 256 (the circle method over blocks of 128 takes 31). No cover can take
-// fewer than (n - 1) / (kEdgeGroup - 1) rounds (17 at 4,096), since a node meets at most
-// kEdgeGroup - 1 peers in one.
+// least order whose groups (q blocks of ceil(n / q^2) nodes) fit the timed group size g: at 4,096
+// nodes (g = 256) q = 16, 17 rounds of 16 groups of 256 (the circle method over blocks of 128 takes
+// 31). No cover can take fewer than (n - 1) / (g - 1) rounds (17 at 4,096), since a node meets at
+// most g - 1 peers in one; at 16,384 that is 65 rounds for g = 256, 17 (q = 16) for g = 1,024.
 struct Field {
   int q = 2;
   int poly = 0;  // for q = 2^k: the reduction polynomial (x^k + ...); 0 for a prime q
@@ -193,19 +196,20 @@ struct Field {
 // Irreducible polynomials for GF(2^k), k = 1..8 (bit i: the coefficient of x^i).
 constexpr int kGf2Poly[] = {0, 0b11, 0b111, 0b1011, 0b10011, 0b100101, 0b1000011, 0b10000011, 0b100011011};
 
-// q = 0 when none fits: a group holds q blocks of at least one node, so q <= kEdgeGroup, and past
-// 256^2 = 65,536 nodes no plane does.
-Field affine_field(std::size_t n) {
+// q = 0 when none fits: a group holds q blocks of at least one node, so q <= g, and past g^2 nodes
+// no plane does.
+Field affine_field(std::size_t n, std::size_t g) {
   auto prime = [](int q) {
     for (int d = 2; d * d <= q; ++d)
       if (q % d == 0) return false;
     return q >= 2;
   };
-  for (int q = 2; q <= static_cast<int>(kEdgeGroup); ++q) {
+  for (int q = 2; q <= static_cast<int>(g); ++q) {
     const bool pow2 = (q & (q - 1)) == 0;
     if (!prime(q) && !pow2) continue;
+    if (pow2 && std::countr_zero(static_cast<unsigned>(q)) >= static_cast<int>(std::size(kGf2Poly))) continue;
     const std::size_t qq = static_cast<std::size_t>(q) * static_cast<std::size_t>(q);
-    if (static_cast<std::size_t>(q) * ((n + qq - 1) / qq) > kEdgeGroup) continue;
+    if (static_cast<std::size_t>(q) * ((n + qq - 1) / qq) > g) continue;
     Field f{q, 0};
     if (pow2 && q > 2) f.poly = kGf2Poly[std::countr_zero(static_cast<unsigned>(q))];
     return f;
@@ -216,7 +220,7 @@ Field affine_field(std::size_t n) {
 }  // namespace
 
 std::vector<std::vector<std::vector<int>>> affine_cover(const std::vector<int>& v) {
-  const Field f = affine_field(v.size());
+  const Field f = affine_field(v.size(), timed_group_size(v.size()));
   const int q = f.q;
   if (q == 0) return {};
   std::vector<std::vector<int>> block(static_cast<std::size_t>(q * q));
@@ -239,14 +243,15 @@ std::vector<std::vector<std::vector<int>>> affine_cover(const std::vector<int>& 
 
 namespace {
 
-// Whether the affine cover, with a few rounds around it (screen, retests), fits the rounds one
-// fault may take: up to 5,819 nodes (q = 23 at 5,819; q = 29 from 5,820 takes 30 + 10 rounds
-// against 35); at 8,192 it takes 33 rounds against a bound of 36, and at
-// 16,384 65 against 38, so the larger clusters keep the group search (whose all-to-alls dilute a
-// link that only an edge figure shows).
+// Whether the affine cover in groups of up to g, with a few rounds around it (screen, retests), fits
+// the rounds one fault may take. With g = 256: up to 5,819 nodes (q = 23 at 5,819; q = 29 from 5,820
+// takes 30 + 10 rounds against 35); at 8,192 it would take 33 rounds against a bound of 36, and at
+// 16,384 65 against 38. There the groups grow (timed_group_size): 512 at 8,192 (q = 16, 17 rounds),
+// 1,024 at 16,384 (q = 16). Where no size fits, the larger clusters keep the group search (whose
+// all-to-alls dilute a link that only an edge figure shows).
 constexpr double kCoverSlack = 10.0;
-bool affine_cover_fits(std::size_t n) {
-  const int q = affine_field(n).q;
+bool affine_cover_fits(std::size_t n, std::size_t g) {
+  const int q = affine_field(n, g).q;
   return q > 0 && static_cast<double>(q + 1) + kCoverSlack <= one_fault_round_bound(static_cast<int>(n));
 }
 
@@ -256,7 +261,7 @@ enum class Cover { None, Circle, Affine };
 Cover cover_for(std::size_t n) {
   if (n <= kEdgeGroup) return Cover::None;
   if (cover_blocks(n) <= kMaxCoverBlocks) return Cover::Circle;
-  return affine_cover_fits(n) ? Cover::Affine : Cover::None;
+  return affine_cover_fits(n, timed_group_size(n)) ? Cover::Affine : Cover::None;
 }
 
 // The next round of the edge cover, on the members still known-good and free.
@@ -427,6 +432,18 @@ void split_positive(Planner::Impl& s, const Item& it, const Results& r) {
 }  // namespace
 
 bool edge_cover_fits(std::size_t n) { return cover_for(n) != Cover::None; }
+
+}  // namespace strategy
+
+std::size_t timed_group_size(std::size_t n) {
+  using namespace strategy;
+  if (n <= kEdgeGroup || cover_blocks(n) <= kMaxCoverBlocks || affine_cover_fits(n, kEdgeGroup)) return kEdgeGroup;
+  for (const std::size_t g : kWideEdgeGroups)
+    if (affine_cover_fits(n, g)) return g;
+  return kEdgeGroup;
+}
+
+namespace strategy {
 
 bool affine_cover_ahead(const Planner::Impl& s) {
   if (s.cfg.mode != Mode::Adaptive || !s.edges_seen) return false;

@@ -1,5 +1,6 @@
 // The edge cover past 1,024 nodes (strategy_split.cpp): an affine plane's parallel classes over
-// blocks of nodes, so that every edge is timed in a group of at most 256 in q + 1 rounds, and a
+// blocks of nodes, so that every edge is timed in a group of at most 256 (512 or 1,024 past 5,819
+// nodes: timed_group_size) in q + 1 rounds, and a
 // 1.25x link (which an all-to-all of the whole cluster dilutes to nothing) is read as an edge.
 #include <catch2/catch.hpp>
 
@@ -17,7 +18,7 @@
 
 namespace {
 
-// Every pair of v in some group, groups of a round disjoint and of at most 256 members.
+// Every pair of v in some group, groups of a round disjoint and of at most timed_group_size(n) members.
 void check_cover(int n, std::size_t rounds_expected) {
   std::vector<int> v(static_cast<std::size_t>(n));
   std::iota(v.begin(), v.end(), 0);
@@ -35,7 +36,7 @@ void check_cover(int n, std::size_t rounds_expected) {
         for (int b : g) met[static_cast<std::size_t>(a) * static_cast<std::size_t>(n) + static_cast<std::size_t>(b)] = 1;
     }
   }
-  CHECK(largest <= 256);
+  CHECK(largest <= kiln::analysis::timed_group_size(static_cast<std::size_t>(n)));
   CHECK(twice == 0);  // no node in two groups of one round
   std::size_t missing = 0;
   for (int a = 0; a < n; ++a)
@@ -67,6 +68,11 @@ TEST_CASE("cover: the affine cover holds every pair in groups of at most 256, in
   check_cover(4096, 17);  // q = 16 (GF(16)): 17 rounds, the least any cover of 4,096 in groups of 256 takes
   // Uneven blocks: 4,000 nodes in 256 blocks of 15 or 16.
   check_cover(4000, 17);
+  // Past 5,819 nodes the groups grow: 6,000 in groups of at most 512 (q = 13, blocks of at most 36,
+  // 14 rounds), 16,384 in groups of 1,024 (q = 16, blocks of 64): 17 rounds where groups of 256
+  // would take at least 65, against a bound of 38.
+  check_cover(6000, 14);
+  check_cover(16384, 17);
   // Past 65,536 nodes no plane has groups of at most 256 (q blocks of at least one node): no cover,
   // and the search for q ends (it looped for ever, hanging the planner of a 100,000-node cluster).
   std::vector<int> huge(100000);
@@ -74,7 +80,9 @@ TEST_CASE("cover: the affine cover holds every pair in groups of at most 256, in
   CHECK(kiln::analysis::strategy::affine_cover(huge).empty());
   CHECK_FALSE(kiln::analysis::strategy::edge_cover_fits(100000));
   CHECK(kiln::analysis::strategy::edge_cover_fits(4096));
-  CHECK_FALSE(kiln::analysis::strategy::edge_cover_fits(8192));  // 33 rounds + 10 > 36
+  CHECK(kiln::analysis::strategy::edge_cover_fits(8192));    // groups of 512: 17 rounds + 10 <= 36 (256: 33 + 10)
+  CHECK(kiln::analysis::strategy::edge_cover_fits(16384));   // groups of 1,024: 17 + 10 <= 38
+  CHECK_FALSE(kiln::analysis::strategy::edge_cover_fits(24000));  // 1,024: q = 29, 30 + 10 > 39.1
   CHECK(kiln::analysis::strategy::edge_cover_fits(1024));        // the circle method's 8 blocks
 }
 
@@ -106,13 +114,30 @@ TEST_CASE("cover: at 4,096 nodes the cover's noise suspicions are settled within
   CHECK(within_bound(r, 4096));
 }
 
-TEST_CASE("cover: past its reach (16,384 nodes) a 1.25x node is read as a row and a node slow half the time is looked at again",
+TEST_CASE("cover: at 6,000 nodes it runs in groups of 512 and finds a 1.25x node and a 1.25x link within the bound",
           "[analysis][cover]") {
-  // Seed 1: the 1.25x node read as noise in its pair retests while the search that held it waited
-  // on them; it ended `localize.unresolved` ("intermittently slow, 3 of 10"). As a row among 15
-  // known-good peers it shows every time.
+  // Groups of 256 would take 30 rounds of cover (q = 29) against a bound of 35.1, and the group
+  // search that stood in for it dilutes a link to nothing.
+  const auto r = kiln::analysis::simulate_trial(per_edge("diluted", 6000), 1, true);
+  INFO(r.detail["findings"].dump());
+  CHECK(r.true_positives == 2);
+  CHECK(r.false_findings == 0);
+  CHECK(within_bound(r, 6000));
+  // The first cover round (after the screen): 13 groups of 13 blocks of 35 or 36 nodes.
+  std::size_t largest = 0;
+  for (const auto& [size, count] : r.detail["story"]["rounds"][1]["group_sizes"].items()) largest = std::max<std::size_t>(largest, std::stoul(size));
+  CHECK(largest > 256);
+  CHECK(largest <= 512);
+}
+
+TEST_CASE("cover: past its reach (24,000 nodes) a 1.25x node is read as a row and a node slow half the time is looked at again",
+          "[analysis][cover]") {
+  // At 16,384 nodes, before the cover reached it (groups of 1,024): seed 1's 1.25x node read as
+  // noise in its pair retests while the search that held it waited on them, and ended
+  // `localize.unresolved`; as a row among 15 known-good peers it shows every time. Past the reach of
+  // a cover in groups of 1,024 (23,277 nodes and up) the group search and its rows stay.
   {
-    const auto r = kiln::analysis::simulate_trial(per_edge("diluted", 16384), 1, true);
+    const auto r = kiln::analysis::simulate_trial(per_edge("diluted", 24000), 1, true);
     INFO(r.detail["findings"].dump());
     bool node = false;
     for (const auto& f : r.detail["findings"])
@@ -120,14 +145,14 @@ TEST_CASE("cover: past its reach (16,384 nodes) a 1.25x node is read as a row an
     CHECK(node);
     CHECK(r.false_findings == 0);
   }
-  // Seeds 7 and 9: the campaign ended after 4 rounds, in which the node slow half the time happened
-  // to be fast: silent. Now every node is looked at until it has been in 6 tests.
+  // At 16,384 (seeds 7 and 9) the campaign ended after 4 rounds, in which the node slow half the
+  // time happened to be fast: silent. Now every node is looked at until it has been in 6 tests.
   for (std::uint64_t seed : {7u, 9u}) {
-    const auto r = kiln::analysis::simulate_trial(per_edge("intermittent", 16384), seed, true);
+    const auto r = kiln::analysis::simulate_trial(per_edge("intermittent", 24000), seed, true);
     INFO("seed " << seed << ": " << r.detail["findings"].dump());
     CHECK(r.accounted);
     CHECK(r.false_findings == 0);
-    CHECK(within_bound(r, 16384));
+    CHECK(within_bound(r, 24000));
   }
 }
 

@@ -65,11 +65,26 @@ TEST_CASE("simulate model reports undiluted per-peer edges up to the size cap", 
   const auto slow = std::count_if(out.edges.begin(), out.edges.end(), [](const EdgeFigure& e) { return e.value > 2.9; });
   CHECK(slow == 1);
   CHECK(*out.value == Approx(1.0 + 2.0 / 63.0));
-  auto big = quiet(kPerPeerMaxGroup + 1, 0, 0);
+  auto big = quiet(257, 0, 0);
   big.per_peer = true;
   std::mt19937_64 rng2(3);
   ModelCluster c2(big, {}, rng2);
-  CHECK(c2.evaluate(everyone(kPerPeerMaxGroup + 1), rng2).edges.empty());
+  CHECK(c2.evaluate(everyone(257), rng2).edges.empty());
+}
+
+TEST_CASE("timed groups grow past 256 only where a 256-member edge cover misses the round bound", "[analysis][simulate]") {
+  // Up to 5,819 nodes the affine cover of 256-member groups fits 2 log2 N + 10 rounds; from 5,820 it
+  // would take 30 + 10 rounds against 35, at 16,384 65 + 10 against 38.
+  for (std::size_t n : {2u, 256u, 257u, 1024u, 4096u, 5819u}) CHECK(timed_group_size(n) == 256u);
+  CHECK(timed_group_size(5820) == 512u);
+  CHECK(timed_group_size(8192) == 512u);
+  CHECK(timed_group_size(16384) == 1024u);
+  // From 11,639 nodes groups of 1,024; from 23,277 no size fits, and the group search (256) stays.
+  CHECK(timed_group_size(11638) == 512u);
+  CHECK(timed_group_size(11639) == 1024u);
+  CHECK(timed_group_size(23276) == 1024u);
+  CHECK(timed_group_size(23277) == 256u);
+  CHECK(timed_group_size(200000) == 256u);
 }
 
 TEST_CASE("simulate model rate caps show a link only in pairs, a node only above the all-to-all demand", "[analysis][simulate]") {
