@@ -65,6 +65,9 @@ std::vector<ParamSpec> alltoall_params() {
   ps.push_back(p("per_peer", P::Bool, true, none, none,
                  "at the largest size, time each peer's block in extra iterations (per-edge figures in the busbw "
                  "result's extra.peers)"));
+  ps.push_back(p("peer_block_min", P::Bytes, 64 << 10, 0, 64 << 20,
+                 "per-peer timing sends each peer at least this many bytes, however large the group (the largest "
+                 "size's own block when that is more)"));
   return ps;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mpi.alltoall on 4 ranks: at its largest size each member times every peer's block on its own, and
 # the busbw result carries one per-peer figure per other member (extra.peers), positive and of the
-# same order as the group's busbw; with per_peer off there are none.
+# same order as the group's busbw; a peer's timed block is at least peer_block_min; with per_peer off
+# there are none.
 source "$(dirname "$0")/lib.sh"
 params='{"mpi.alltoall":{"min_bytes":65536,"max_bytes":1048576,"max_iters":6}}'
 mpirun -np 4 --oversubscribe "$WORKER" --standalone --tests mpi.alltoall --params "$params" \
@@ -23,6 +24,20 @@ for r in largest:
     assert all(v > 0 for v in p["busbw"] + p["seconds"]), p
     # Same order as the group's figure: a shared 2-core box swings by a few times, not by 100.
     assert all(r["value"] / 30 < v < r["value"] * 30 for v in p["busbw"]), (r["value"], p)
+    assert p["block_bytes"] == max(top // 4, 65536), p   # the largest size's block, at least 64 KiB
+PY
+# A floor over the largest size's block: 64 KiB over 4 ranks is 16 KiB a peer, timed as 256 KiB.
+mpirun -np 4 --oversubscribe "$WORKER" --standalone --tests mpi.alltoall \
+  --params '{"mpi.alltoall":{"min_bytes":65536,"max_bytes":65536,"max_iters":4,"peer_block_min":262144}}' > "$TMP/floor.jsonl" 2> "$TMP/floor.err"
+python3 - "$TMP/floor.jsonl" <<'PY' && pass "peer_block_min: each peer's timed block is the floor when the largest size's block is smaller" || { bad "peer_block_min"; tail -5 "$TMP/floor.err"; }
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+busbw = [r for r in rows if r["record"] == "result" and r["metric"] == "busbw"]
+assert len(busbw) == 4 and all(r["status"] == "pass" for r in busbw), busbw
+for r in busbw:
+    p = r["extra"]["peers"]
+    assert p["block_bytes"] == 262144 and r["size_bytes"] == 65536, (r["size_bytes"], p)
+    assert len(p["seconds"]) == 3 and all(v > 0 for v in p["seconds"]), p
 PY
 mpirun -np 4 --oversubscribe "$WORKER" --standalone --tests mpi.alltoall \
   --params '{"mpi.alltoall":{"min_bytes":65536,"max_bytes":65536,"per_peer":false}}' > "$TMP/off.jsonl" 2> "$TMP/off.err"

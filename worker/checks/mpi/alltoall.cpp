@@ -3,9 +3,13 @@
 // a group is slow iff it holds a slow node or both ends of a slow link. busbw uses nccl-tests'
 // factor (n-1)/n, which makes groups of different sizes comparable. With `per_peer` (default on),
 // extra iterations at the largest size time each peer's block on its own (per_peer.hpp), so the
-// busbw result there also carries per-edge figures (extra.peers) the localization can read.
+// busbw result there also carries per-edge figures (extra.peers) the localization can read. A peer's
+// block there is at least `peer_block_min` (64 KiB by default, what a 256-member group has at the
+// default 16 MiB), so a group of 1,024, which the planner times on clusters past 5,819 nodes, still
+// times blocks that take long enough to be told apart.
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -58,14 +62,22 @@ class MpiAlltoall : public Check {
   static bool per_peer(Context& ctx, SweepBudget& budget, std::int64_t bytes, int block, int iters,
                        std::unique_ptr<std::vector<char>>& send, std::unique_ptr<std::vector<char>>& recv,
                        nlohmann::json& extra) {
-    const auto d = budget.agree(bytes, iters);
+    const int n = ctx.group_size;
+    const std::int64_t floor = ctx.param<std::int64_t>("peer_block_min", 64 << 10);
+    const int pblock = std::max(block, static_cast<int>(std::min<std::int64_t>(floor, std::numeric_limits<int>::max() / std::max(1, n))));
+    const auto d = budget.agree(static_cast<std::int64_t>(pblock) * n, iters);
     if (!d.run) {
       extra["peers_skipped"] = d.reason;
       return true;
     }
+    if (static_cast<std::size_t>(pblock) * static_cast<std::size_t>(n) > send->size()) {
+      const auto bytes_needed = static_cast<std::size_t>(pblock) * static_cast<std::size_t>(n);
+      send = std::make_unique<std::vector<char>>(bytes_needed, static_cast<char>(ctx.group_rank));
+      recv = std::make_unique<std::vector<char>>(bytes_needed, -1);
+    }
     std::fill(recv->begin(), recv->end(), static_cast<char>(-1));
-    const PeerTimes times = time_per_peer(ctx, block, iters, send, recv);
-    extra["peers"] = peers_json(ctx, block, times);
+    const PeerTimes times = time_per_peer(ctx, pblock, iters, send, recv);
+    extra["peers"] = peers_json(ctx, pblock, times);
     return times.data_ok;
   }
 };

@@ -114,6 +114,7 @@ nlohmann::json peers_json(const Context& ctx, std::int64_t block, const PeerTime
           {"busbw", busbw},
           {"seconds", seconds},
           {"iters", t.iters},
+          {"block_bytes", block},
           {"group_busbw", peer_busbw(block, ctx.group_size, t.group_seconds)}};
 }
 

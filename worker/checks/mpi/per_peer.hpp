@@ -32,7 +32,7 @@ PeerTimes time_per_peer(Context& ctx, int block, int iters, std::unique_ptr<std:
 double peer_busbw(std::int64_t block, int n, double seconds);
 
 // The result's extra.peers: world ranks of the peers and their busbw and seconds, in group order
-// (own rank left out), plus the point-to-point exchange's group busbw.
+// (own rank left out), the block each peer sent, plus the point-to-point exchange's group busbw.
 nlohmann::json peers_json(const Context& ctx, std::int64_t block, const PeerTimes& t);
 
 }  // namespace kiln::worker
