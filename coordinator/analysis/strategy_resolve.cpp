@@ -266,6 +266,15 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
   }
   if (due.empty()) return 0;
   const std::size_t max_group = timed_group_size(static_cast<std::size_t>(s.n));
+  // With timed groups wider than 256 (past 5,819 nodes), suspicions read slow again are packed first,
+  // pair by pair, so each is retested every round: a round of 16 groups of 1,024 holds 1/16 of all
+  // pairs, and a link read slow again among 140,000 first retests at 16,384 nodes waited for the
+  // backlog to clear before its next reading (seed 10: its 6 readings came in rounds 33-39, bound 38).
+  std::vector<std::pair<int, int>> again;
+  if (max_group > static_cast<std::size_t>(kSmallEdgeCluster))
+    for (const auto& [k, l] : due)
+      if (!s.noise_single(*l)) again.push_back(k);
+  std::size_t again_next = 0;
   std::vector<std::vector<int>> groups;
   std::map<int, int> group_of;
   std::map<int, int> left;  // due suspicions of an unplaced end to other unplaced ends
@@ -288,6 +297,13 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
         frontier.insert({-++gain[v], v});
       }
     };
+    for (; again_next < again.size() && g.size() + 2 <= max_group; ++again_next) {
+      const auto [a, b] = again[again_next];
+      auto here_or_free = [&](int u) { return left.count(u) > 0 || group_of.at(u) == id; };
+      if (!here_or_free(a) || !here_or_free(b)) continue;  // an end went to an earlier group
+      if (left.count(a)) place(a);
+      if (left.count(b)) place(b);
+    }
     while (g.size() < max_group && !left.empty()) {
       if (frontier.empty()) {  // a new seed: the unplaced end with the most suspicions left
         place(std::max_element(left.begin(), left.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first);
