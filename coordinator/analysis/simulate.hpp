@@ -35,7 +35,7 @@ struct SimulateOptions {
   // Cluster model (see docs/localization.md). The defaults are the `basic` model's.
   std::string model = "basic";
   bool dilution = false;        // a rank's time is the mean of its edges; the group's is its slowest rank's
-  bool per_peer = false;        // fill GroupOutcome::edges for groups of at most timed_group_size(nodes) members
+  bool per_peer = false;        // fill GroupOutcome::edges for groups of at most timed_group_size(nodes) members (planner.hpp); larger ones give their figure only
   double stragglers = 0.0;      // probability that an edge draw is a heavy-tailed straggler
   double fault_rate = 1.0;      // probability that a fault is active in a round (per fault, per round)
   bool severity_spread = false; // each fault's factor drawn log-uniformly from [slow_factor, 10]
@@ -55,9 +55,6 @@ struct SimulateOptions {
   bool rate_caps = false;
   double a2a_demand = 1.0;
 };
-
-// Groups of at most timed_group_size(nodes) members (planner.hpp: 256 up to 5,819 nodes) report
-// per-peer edges under --per-peer; larger groups give their group figure only.
 
 // The presets of --model: name and one line for --help.
 const std::vector<std::pair<std::string, std::string>>& simulate_models();

@@ -70,10 +70,9 @@ class MpiAlltoall : public Check {
       extra["peers_skipped"] = d.reason;
       return true;
     }
-    if (static_cast<std::size_t>(pblock) * static_cast<std::size_t>(n) > send->size()) {
-      const auto bytes_needed = static_cast<std::size_t>(pblock) * static_cast<std::size_t>(n);
-      send = std::make_unique<std::vector<char>>(bytes_needed, static_cast<char>(ctx.group_rank));
-      recv = std::make_unique<std::vector<char>>(bytes_needed, -1);
+    if (const auto need = static_cast<std::size_t>(pblock) * static_cast<std::size_t>(n); need > send->size()) {
+      send = std::make_unique<std::vector<char>>(need, static_cast<char>(ctx.group_rank));
+      recv = std::make_unique<std::vector<char>>(need, -1);
     }
     std::fill(recv->begin(), recv->end(), static_cast<char>(-1));
     const PeerTimes times = time_per_peer(ctx, pblock, iters, send, recv);
