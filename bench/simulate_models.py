@@ -2,7 +2,7 @@
 """Run every `kiln simulate --model` against the targets of issue 13 and print a markdown table.
 
 Cells (each at every N of --sizes, --seeds seeds; healthy cells at 10x the seeds):
-  healthy        diluted model, no fault, noise 0.05/0.10/0.20  -> 0 false findings
+  healthy        diluted model, no fault, noise 0.05/0.10/0.20  -> 0 false or unresolved findings
   severity 1.1x  one node 1.1x slow                              -> reported (no target)
   diluted 1.25x  one node and one link 1.25x slow, diluted        -> precision >= 0.99, recall >= 0.95
   severity 2x/10x, heavy-tail 2x, topology 2x, per-rail 3x        -> recall 1.0
@@ -67,7 +67,10 @@ def judge(kind, j, n):
     if kind == "healthy":
         if j["false_findings"]:
             notes.append(f"{j['false_findings']} false findings in {j['false_finding_trials']} trials")
-        return notes, "0 false findings"
+        # An unresolved finding is a warning: on a healthy cluster it fails the verdict as a false one does.
+        if j["unresolved"]:
+            notes.append(f"{j['unresolved']} unresolved")
+        return notes, "0 false or unresolved findings"
     if kind == "diluted":
         if j["precision"] < 0.99:
             notes.append(f"precision {j['precision']:.3f}")

@@ -29,6 +29,13 @@ double fast_side_sigma(const std::vector<double>& logs) {
   return dev.size() < 2 ? widen(mad_sigma(logs), logs.size()) : widen(1.4826 * median(dev), dev.size());
 }
 
+// A spread measured on fewer values than cfg.min_peers_for_spread is no spread: the MAD of two or
+// four figures comes out at a tenth of the true spread often enough that z >= 4 means nothing (at 20%
+// noise, 8-node healthy clusters split their 4 pair figures into a "fast cluster" of 2 at z 6-43, and
+// 22 of 1,000 ended with a node reported unresolved). Such a spread is floored as a history too short
+// for one is (History::Ref::no_spread): at half the relative cutoff, so only a clear slowdown counts.
+double few_values_floor(double rel_limit) { return 0.5 * rel_limit; }
+
 // The fast cluster of a round whose figures fall into two clusters, or nothing. See peer_baseline.
 std::vector<double> fast_cluster(const std::vector<double>& logs, const OutlierConfig& cfg, double rel_limit) {
   const std::size_t n = logs.size();
@@ -48,6 +55,8 @@ std::vector<double> fast_cluster(const std::vector<double>& logs, const OutlierC
   const std::vector<double> hi(sorted.begin() + static_cast<long>(cut), sorted.end());
   double spread = std::max(widen(mad_sigma(lo), lo.size()), cfg.min_rel_sigma);
   if (hi.size() >= 2) spread = std::max(spread, widen(mad_sigma(hi), hi.size()));
+  const auto few = static_cast<std::size_t>(cfg.min_peers_for_spread);
+  if (lo.size() < few && hi.size() < few) spread = std::max(spread, few_values_floor(rel_limit));
   if (widest < cfg.z_cutoff * spread) return {};
   return lo;
 }
@@ -132,7 +141,7 @@ Baseline peer_baseline(const std::vector<double>& logs, const History::Ref* hist
                        const OutlierConfig& cfg, double rel_limit) {
   const double med = median(logs);
   if (hist && med - hist->log_median > rel_limit)
-    return {hist->log_median, hist->no_spread ? std::max(hist->log_sigma, 0.5 * rel_limit) : hist->log_sigma,
+    return {hist->log_median, hist->no_spread ? std::max(hist->log_sigma, few_values_floor(rel_limit)) : hist->log_sigma,
             "history(all-slow)"};
   Baseline b;
   b.log_exp = med;
@@ -140,6 +149,8 @@ Baseline peer_baseline(const std::vector<double>& logs, const History::Ref* hist
   const bool own_spread = !hist || (static_cast<int>(logs.size()) >= cfg.min_peers_for_spread &&
                                     logs.size() > hist->count);
   b.sigma = own_spread ? fast_side_sigma(logs) : hist->log_sigma;
+  if (own_spread ? static_cast<int>(logs.size()) < cfg.min_peers_for_spread : hist->no_spread)
+    b.sigma = std::max(b.sigma, few_values_floor(rel_limit));
   b.basis = "peers";
   // Two clusters, a fast one and a slow one, mean the median may be made of slow groups (half or
   // more are slow, e.g. every node under one switch): re-centre on the fast cluster. The clusters
@@ -156,6 +167,8 @@ Baseline peer_baseline(const std::vector<double>& logs, const History::Ref* hist
     if (fast.size() * 2 <= logs.size()) {
       b.sigma = fast_side_sigma(fast);
       if (hist) b.sigma = std::max(b.sigma, hist->log_sigma);
+      if (static_cast<int>(fast.size()) < cfg.min_peers_for_spread && (!hist || hist->no_spread))
+        b.sigma = std::max(b.sigma, few_values_floor(rel_limit));
     }
     b.basis = "peers(fast cluster)";
   }
@@ -170,7 +183,7 @@ std::optional<Baseline> baseline(const std::vector<double>& logs, const History:
   if (hist) {
     // One or two earlier figures and no spread anywhere: they cannot tell a 25% slowdown from
     // noise, so only a clear one counts (z_cutoff x half the relative cutoff), not 1% of it.
-    const double sigma = hist->no_spread ? std::max(hist->log_sigma, 0.5 * rel_limit) : hist->log_sigma;
+    const double sigma = hist->no_spread ? std::max(hist->log_sigma, few_values_floor(rel_limit)) : hist->log_sigma;
     return Baseline{hist->log_median, sigma, "history"};
   }
   // Two groups and nothing else to go by (a tiny cluster, or a timeout took a peer): the

@@ -278,3 +278,33 @@ TEST_CASE("edge readings needed: at 1,024 nodes noise's thousands of suspicions 
   CHECK(r.findings == 0);
   CHECK(r.detail["story"]["noise"]["edge_readings_needed"].get<int>() >= 4);
 }
+
+TEST_CASE("20% noise: a healthy small cluster names no node unresolved from 2 slow pair tests when other pairs were as slow",
+          "[analysis][intermittent]") {
+  // Each ended with "nodeX is intermittently slow (2 of 8 tests)" (unresolved, a warning) before the
+  // others' slow pair tests counted as the campaign's noise: 22, 26, 18 and 6 of 1,000 campaigns at
+  // N=8, 12, 16 and 32. The round-one "fast cluster" of 2 of 4 pair figures was also no spread.
+  const std::pair<int, std::uint64_t> trials[] = {{8, 106}, {8, 167}, {8, 206}, {8, 266}, {8, 309},
+                                                  {16, 90}, {16, 106}, {32, 486}, {32, 514}};
+  for (const auto& [nodes, seed] : trials) {
+    const auto r = kiln::analysis::simulate_trial(healthy(nodes, 0.20), seed, false);
+    INFO("N=" << nodes << " seed " << seed << ": " << r.findings << " findings, " << r.unresolved << " unresolved");
+    CHECK(r.findings == 0);
+    CHECK(r.unresolved == 0);
+  }
+}
+
+TEST_CASE("where the other pairs were clean, 2 slow pair tests still name a node unresolved (1.1x, N=8)",
+          "[analysis][intermittent]") {
+  // The fixed rule stands when the others' pair tests give no rate: a 1.1x node slow with two
+  // partners is reported, not dropped (seeds 8 and 15, as before the change).
+  auto opt = per_peer("severity", 8);
+  opt.slow_factor = 1.1;
+  for (std::uint64_t seed : {8, 15}) {
+    const auto r = kiln::analysis::simulate_trial(opt, seed, false);
+    INFO("seed " << seed);
+    CHECK(r.false_findings == 0);
+    CHECK(r.unresolved == 1);
+    CHECK(r.accounted);
+  }
+}

@@ -215,3 +215,33 @@ TEST_CASE("a history of one value is not exact: its spread comes from deep histo
   CHECK(classify_round(g, cfg, &thin)[1].verdict == Verdict::Slow);
   CHECK(classify_round(g, cfg, &deep)[1].verdict == Verdict::Slow);
 }
+
+TEST_CASE("a fast cluster of two in a round of four pairs is no spread: only a clear slowdown counts",
+          "[analysis][outliers]") {
+  // At 20% noise, four healthy pair figures fell into two tight pairs 1.4x apart; the fast pair's
+  // MAD made the slow pair 6-43 sigmas slow (8-node clusters, 22 unresolved nodes in 1,000).
+  OutlierConfig cfg;
+  std::vector<GroupSample> g = {{2, 0, 1.00, false}, {2, 0, 1.01, false}, {2, 0, 1.42, false}, {2, 0, 1.45, false}};
+  auto judged = classify_round(g, cfg, nullptr);
+  CHECK(judged[2].verdict == Verdict::Fast);
+  CHECK(judged[3].verdict == Verdict::Fast);
+  CHECK(judged[3].z < cfg.z_cutoff);
+  // Two pairs 2x slow still are.
+  g[2].value = 2.0, g[3].value = 2.04;
+  judged = classify_round(g, cfg, nullptr);
+  CHECK(judged[2].verdict == Verdict::Slow);
+  CHECK(judged[3].verdict == Verdict::Slow);
+  CHECK(judged[2].basis == "peers(fast cluster)");
+
+  // The next round of four, judged on a history of those two fast figures alone (no spread): the
+  // history's spread is floored as its all-slow path already was.
+  History thin;
+  thin.add(2, 0, 1.00);
+  thin.add(2, 0, 1.01);
+  std::vector<GroupSample> next = {{2, 0, 1.05, false}, {2, 0, 1.10, false}, {2, 0, 1.20, false}, {2, 0, 1.40, false}};
+  judged = classify_round(next, cfg, &thin);
+  CHECK(judged[3].basis == "peers");
+  CHECK(judged[3].verdict == Verdict::Fast);
+  next[3].value = 2.2;
+  CHECK(classify_round(next, cfg, &thin)[3].verdict == Verdict::Slow);
+}
