@@ -61,8 +61,7 @@ void Planner::Impl::record_noise(const EdgeReading& r) {
   for (const auto& e : r.clean) {
     ++noise.readings;
     if (e.level < 0) ++noise.fast;
-    const bool known = links.count({e.a, e.b}) > 0;
-    if (r.suspect && !known) ++noise.open_readings;
+    if (r.suspect && !e.known) ++noise.open_readings;
     for (auto [u, v] : {std::pair{e.a, e.b}, std::pair{e.b, e.a}}) {
       ++noise.reads[u];
       if (e.level == 2) noise.high_partners[u].insert(v);

@@ -215,29 +215,32 @@ std::vector<Judgement> classify_round(const std::vector<GroupSample>& groups,
     by_key[{g.group_size, g.size_bytes}].push_back(i);
   }
 
+  OutlierConfig pair_cfg = cfg;
+  pair_cfg.min_rel_sigma = std::max(cfg.min_rel_sigma, cfg.pair_sigma_floor);
   for (const auto& [key, idx] : by_key) {
+    const OutlierConfig& rules = key.first == 2 ? pair_cfg : cfg;  // pairs get their floor
     std::vector<double> logs;
     logs.reserve(idx.size());
-    for (auto i : idx) logs.push_back(std::log(to_cost(*groups[i].value, cfg.direction)));
+    for (auto i : idx) logs.push_back(std::log(to_cost(*groups[i].value, rules.direction)));
     const std::optional<History::Ref> hist =
         history ? history->reference(key.first, key.second) : std::nullopt;
-    if (auto s = cfg.spec.find(key.second); s != cfg.spec.end()) {
-      judge_by_spec(logs, idx, s->second, hist, cfg, rel_limit, out);
+    if (auto s = rules.spec.find(key.second); s != rules.spec.end()) {
+      judge_by_spec(logs, idx, s->second, hist, rules, rel_limit, out);
       continue;
     }
-    const auto b = baseline(logs, hist ? &*hist : nullptr, cfg, rel_limit);
+    const auto b = baseline(logs, hist ? &*hist : nullptr, rules, rel_limit);
     if (!b) {
       for (auto i : idx) out[i] = {Verdict::Unknown, 0.0, 0.0, 0.0, "none"};
       continue;
     }
-    const double sigma = std::max(b->sigma, cfg.min_rel_sigma);
+    const double sigma = std::max(b->sigma, rules.min_rel_sigma);
     const double expected_cost = std::exp(b->log_exp);
     const double expected =
-        cfg.direction == Direction::LowerIsBetter ? expected_cost : 1.0 / expected_cost;
+        rules.direction == Direction::LowerIsBetter ? expected_cost : 1.0 / expected_cost;
     for (std::size_t k = 0; k < idx.size(); ++k) {
       const double d = logs[k] - b->log_exp;
       const double z = d / sigma;
-      const bool slow = d > rel_limit && z >= cfg.z_cutoff;
+      const bool slow = d > rel_limit && z >= rules.z_cutoff;
       out[idx[k]] = {slow ? Verdict::Slow : Verdict::Fast, expected, std::exp(d), z, b->basis};
     }
   }

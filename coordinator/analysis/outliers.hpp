@@ -33,6 +33,9 @@ struct OutlierConfig {
   int min_peers = 3;
   // Fewest peers for their own MAD to be trusted over the history's spread.
   int min_peers_for_spread = 8;
+  // Floor on the spread of pair figures (groups of 2) from outside them, 0 for none: a MAD from the
+  // few pair figures of a small cluster can come out at a quarter of their true spread.
+  double pair_sigma_floor = 0.0;
   // The figure does not depend on group size (e.g. busbw, which nccl-tests normalises for the
   // number of ranks): history from groups of any size is a valid baseline.
   bool size_invariant = false;

@@ -26,6 +26,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <unordered_set>
 #include <utility>
 
 #include "coordinator/analysis/planner.hpp"
@@ -122,10 +123,11 @@ struct EdgeReading {
   bool far_sighting = false;  // one of them at z_cutoff or beyond
   std::vector<double> deviations;  // |log edge - median| of the edges the spread was taken from
   // Every edge with neither end in a slow row, for the base rates (evidence_noise.cpp): (a, b, level),
-  // level 2 slow (z >= kDecideZ), -1 fast (z < kClearZ), 0 between.
+  // level 2 slow (z >= kDecideZ), -1 fast (z < kClearZ), 0 between; known: a link suspicion holds it.
   struct Clean {
     int a, b;
     int level;
+    bool known;
   };
   std::vector<Clean> clean;
   bool suspect = false;  // the group could open suspicions
@@ -364,6 +366,10 @@ struct Planner::Impl : Setup, Evidence {
   // evidence_edges.cpp
   bool readable_edges(const std::vector<int>& g, const GroupOutcome& o) const;
   EdgeReading read_edges(const std::vector<int>& g, const GroupOutcome& o, bool suspect) const;
+  std::unordered_set<std::uint64_t> known_links_among(const std::vector<int>& g) const;
+  static std::uint64_t link_code(int a, int b) {  // a < b
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
+  }
   // suspect: open link suspicions from slow edges (not in a retest group, whose own stragglers
   // would open new ones as fast as the retests settle the old).
   Verdict record_outcome(const std::vector<int>& g, std::int64_t round, const GroupOutcome& o,
@@ -392,6 +398,8 @@ struct Planner::Impl : Setup, Evidence {
   bool intermittent_unresolved(int u, const PairRecord& r, int tested) const;
   void mark_intermittent(std::int64_t round);
 
+  // evidence_edges.cpp: the pooled spread of the edges read so far; 0 until there are enough of them
+  double edge_sigma() const;
   // evidence_noise.cpp: rules that scale with the campaign's measured noise
   void record_noise(const EdgeReading& r);
   double edge_slow_rate() const;           // p_hi: clean edge readings slow

@@ -245,3 +245,22 @@ TEST_CASE("a fast cluster of two in a round of four pairs is no spread: only a c
   next[3].value = 2.2;
   CHECK(classify_round(next, cfg, &thin)[3].verdict == Verdict::Slow);
 }
+
+TEST_CASE("a floor on the spread of pair figures applies to pairs only", "[analysis][outliers]") {
+  // At 20% noise a 16-node history of 8 pair figures came out with a spread of 0.056, and a pair
+  // 1.28x slow read z 4.4 (seed 495: a false node.slow). The planner floors a pair's spread at half
+  // the edges' pooled spread; a larger group's figure, an average over many edges, keeps its own.
+  OutlierConfig cfg;
+  History tight;
+  for (double v : {1.00, 1.01, 0.99, 1.02, 0.98, 1.03, 0.97, 1.00}) tight.add(2, 0, v), tight.add(8, 0, v);
+  const std::vector<GroupSample> pairs = {{2, 0, 1.30, false}};
+  const std::vector<GroupSample> group = {{8, 0, 1.30, false}};
+  CHECK(classify_round(pairs, cfg, &tight)[0].verdict == Verdict::Slow);
+  cfg.pair_sigma_floor = 0.1;  // half of edges read at 0.2
+  const auto p = classify_round(pairs, cfg, &tight)[0];
+  CHECK(p.verdict == Verdict::Fast);
+  CHECK(p.z == Approx(std::log(1.30) / 0.1).epsilon(0.01));
+  CHECK(classify_round(group, cfg, &tight)[0].verdict == Verdict::Slow);
+  // A clear slowdown is still slow at the floor: 2x is z 6.9.
+  CHECK(classify_round({{2, 0, 2.0, false}}, cfg, &tight)[0].verdict == Verdict::Slow);
+}
