@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "coordinator/analysis/planner_impl.hpp"
 
@@ -82,6 +83,35 @@ struct ScoredEdge {
   double slowness;  // times the group's median edge
 };
 
+
+// A mark per node for g's members (out-of-range ids unmarked): membership without a search of g per
+// edge, since a group of 1,024 has 523,776 edges.
+std::vector<char> member_marks(int n, const std::vector<int>& g) {
+  std::vector<char> member(static_cast<std::size_t>(n), 0);
+  for (int u : g)
+    if (u >= 0 && u < n) member[static_cast<std::size_t>(u)] = 1;
+  return member;
+}
+
+std::uint64_t link_code(int a, int b) {  // a < b
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
+}
+
+// The link suspicions with both ends among g, as link_code()s: each member's links as the low end
+// are one range of the ordered map, so this walks them once instead of looking up every edge in the
+// whole map: those lookups, and record_noise's of the same edges, were about half of an 8,192-node
+// trial (60 s; 31 s now), with hundreds of thousands of suspicions and groups of 512.
+std::unordered_set<std::uint64_t> known_links_among(const std::map<std::pair<int, int>, LinkData>& links, int n,
+                                                    const std::vector<int>& g) {
+  std::unordered_set<std::uint64_t> out;
+  if (links.empty()) return out;
+  const auto member = member_marks(n, g);
+  for (int u : g)
+    for (auto it = links.lower_bound({u, std::numeric_limits<int>::min()}); it != links.end() && it->first.first == u; ++it)
+      if (member[static_cast<std::size_t>(it->first.second)]) out.insert(link_code(u, it->first.second));
+  return out;
+}
+
 }  // namespace
 
 bool Planner::Impl::readable_edges(const std::vector<int>& g, const GroupOutcome& o) const {
@@ -89,10 +119,7 @@ bool Planner::Impl::readable_edges(const std::vector<int>& g, const GroupOutcome
   // Larger groups than the cluster's timed size are read by their figure alone, as the simulator
   // (which gives them no edges) validated: 256 members up to 5,819 nodes.
   if (g.size() > timed_group_size(static_cast<std::size_t>(n))) return false;
-  // Membership by a mark per node, not a search of g per edge: a group of 1,024 has 523,776 edges.
-  std::vector<char> member(static_cast<std::size_t>(n), 0);
-  for (int u : g)
-    if (u >= 0 && u < n) member[static_cast<std::size_t>(u)] = 1;
+  const auto member = member_marks(n, g);
   auto in_g = [&](int u) { return u >= 0 && u < n && member[static_cast<std::size_t>(u)]; };
   return std::all_of(o.edges.begin(), o.edges.end(), [&](const EdgeFigure& e) {
     return e.a != e.b && e.value > 0.0 && in_g(e.a) && in_g(e.b);
@@ -139,21 +166,6 @@ double Planner::Impl::edge_sigma() const {
   return edge_spread.size() >= kOwnSpreadEdges ? kMadToSigma * median_of(edge_spread) : 0.0;
 }
 
-// The link suspicions with both ends among g, as link_code()s: each member's links as the low end
-// are one range of the ordered map, so this walks them once instead of looking up every edge in the
-// whole map: those lookups, and record_noise's of the same edges, were about half of an 8,192-node
-// trial (60 s; 31 s now), with hundreds of thousands of suspicions and groups of 512.
-std::unordered_set<std::uint64_t> Planner::Impl::known_links_among(const std::vector<int>& g) const {
-  std::unordered_set<std::uint64_t> out;
-  if (links.empty()) return out;
-  std::vector<char> member(static_cast<std::size_t>(n), 0);
-  for (int u : g) member[static_cast<std::size_t>(u)] = 1;
-  for (int u : g)
-    for (auto it = links.lower_bound({u, std::numeric_limits<int>::min()}); it != links.end() && it->first.first == u; ++it)
-      if (member[static_cast<std::size_t>(it->first.second)]) out.insert(link_code(u, it->first.second));
-  return out;
-}
-
 EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutcome& o, bool suspect) const {
   // The floor for every group: the spread of the edges read so far, pooled over groups, once there
   // are enough of them; until then, for a group of few edges, the pair figures' (about twice as wide).
@@ -186,7 +198,7 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   if (!r.slow_rows.empty()) scored = score_edges(o, cfg.outliers, floor, r.slow_rows, &r.deviations);
   auto in_row = [&](int u) { return std::find(r.slow_rows.begin(), r.slow_rows.end(), u) != r.slow_rows.end(); };
   r.suspect = suspect;
-  const auto known_here = known_links_among(g);
+  const auto known_here = known_links_among(links, n, g);
   for (const auto& e : scored) {
     const bool slow = e.z >= zc && e.slowness >= kMinEdgeSlowness;
     if (in_row(e.a) || in_row(e.b)) {

@@ -26,7 +26,6 @@
 #include <optional>
 #include <random>
 #include <set>
-#include <unordered_set>
 #include <utility>
 
 #include "coordinator/analysis/planner.hpp"
@@ -366,10 +365,6 @@ struct Planner::Impl : Setup, Evidence {
   // evidence_edges.cpp
   bool readable_edges(const std::vector<int>& g, const GroupOutcome& o) const;
   EdgeReading read_edges(const std::vector<int>& g, const GroupOutcome& o, bool suspect) const;
-  std::unordered_set<std::uint64_t> known_links_among(const std::vector<int>& g) const;
-  static std::uint64_t link_code(int a, int b) {  // a < b
-    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
-  }
   // suspect: open link suspicions from slow edges (not in a retest group, whose own stragglers
   // would open new ones as fast as the retests settle the old).
   Verdict record_outcome(const std::vector<int>& g, std::int64_t round, const GroupOutcome& o,
