@@ -216,14 +216,19 @@ std::vector<Judgement> classify_round(const std::vector<GroupSample>& groups,
   }
 
   OutlierConfig pair_cfg = cfg;
-  pair_cfg.min_rel_sigma = std::max(cfg.min_rel_sigma, cfg.pair_sigma_floor);
   for (const auto& [key, idx] : by_key) {
-    const OutlierConfig& rules = key.first == 2 ? pair_cfg : cfg;  // pairs get their floor
     std::vector<double> logs;
     logs.reserve(idx.size());
-    for (auto i : idx) logs.push_back(std::log(to_cost(*groups[i].value, rules.direction)));
+    for (auto i : idx) logs.push_back(std::log(to_cost(*groups[i].value, cfg.direction)));
     const std::optional<History::Ref> hist =
         history ? history->reference(key.first, key.second) : std::nullopt;
+    if (key.first == 2) {  // pairs get their floor, the higher one while their spread is shallow
+      const std::size_t depth = std::max(logs.size(), hist ? hist->count : std::size_t{0});
+      const double floor = depth < cfg.deep_pair_figures ? std::max(cfg.pair_sigma_floor, cfg.shallow_pair_sigma_floor)
+                                                         : cfg.pair_sigma_floor;
+      pair_cfg.min_rel_sigma = std::max(cfg.min_rel_sigma, floor);
+    }
+    const OutlierConfig& rules = key.first == 2 ? pair_cfg : cfg;
     if (auto s = rules.spec.find(key.second); s != rules.spec.end()) {
       judge_by_spec(logs, idx, s->second, hist, rules, rel_limit, out);
       continue;

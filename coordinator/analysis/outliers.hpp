@@ -36,6 +36,11 @@ struct OutlierConfig {
   // Floor on the spread of pair figures (groups of 2) from outside them, 0 for none: a MAD from the
   // few pair figures of a small cluster can come out at a quarter of their true spread.
   double pair_sigma_floor = 0.0;
+  // ... and the floor while the pair spread rests on fewer than deep_pair_figures figures (this
+  // round's or the history's, whichever is deeper): a MAD from 12 figures may come out at a third
+  // of the true spread, which pair_sigma_floor, set to stay clear of a spread measured right, allows.
+  double shallow_pair_sigma_floor = 0.0;
+  std::size_t deep_pair_figures = 28;
   // The figure does not depend on group size (e.g. busbw, which nccl-tests normalises for the
   // number of ranks): history from groups of any size is a valid baseline.
   bool size_invariant = false;

@@ -119,8 +119,10 @@ std::optional<RoundPlan> Planner::next() {
 
 namespace {
 
-// The share of the pooled edge spread that floors a pair figure's (Impl::judge).
+// The share of the pooled edge spread that floors a pair figure's (Impl::judge): half once the pair
+// spread rests on enough figures, all of it before.
 constexpr double kPairFloorOfEdges = 0.5;
+constexpr double kShallowPairFloorOfEdges = 1.0;
 
 // Outcomes in plan order, matched by members since the caller may return them in any order.
 // Throws before the planner's state changes, so the round can be observed again.
@@ -184,7 +186,12 @@ std::vector<Judgement> Planner::Impl::judge(const RoundPlan& plan,
   // that: at 20% noise, 16-node seed 495 judged pair tests 1.28-1.35x slow at z 4.4-5.4 on a
   // history of 8 pair figures spread 0.056, with 178 edges read at 0.2, and named a false node.slow.
   // Half the edges' spread is the floor, so a pair spread measured right is never raised by it.
+  // While the pair spread rests on fewer than 28 figures (clusters under 56 nodes, whose pair rounds
+  // have fewer), the floor is the edges' whole spread: at 20% noise, 24-node seed 54 judged pair
+  // tests 1.55x and 1.46x slow on a spread of 12 pair figures floored at 0.09, with the edges read at
+  // 0.18, and reported a healthy node unresolved.
   rules.pair_sigma_floor = kPairFloorOfEdges * edge_sigma();
+  rules.shallow_pair_sigma_floor = kShallowPairFloorOfEdges * edge_sigma();
   return classify_round(samples, rules, &history);
 }
 
