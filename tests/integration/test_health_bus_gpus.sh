@@ -51,4 +51,33 @@ cat "$TMP/hca.txt"
 [ $rc -eq 1 ] && pass "a class with HCAs and none found: exit 1" || bad "exit $rc with no HCA where the spec has 8"
 grep -q "^kiln-health: FAIL hca.count: the spec expects 8 HCA(s): no RDMA device" "$TMP/hca.txt" \
   && pass "the reason names the spec's count" || bad "hca reason"
+# Some of them: two HCAs whose ports are ACTIVE where the class has 8 fail hca.count too (they
+# passed before: every port that was there was up), and so does a third whose port is DOWN (the
+# fixture's mlx5_0 and mlx5_2). With the spec's count met the same tree passes.
+IB="$(cd "$(dirname "$0")/.." && pwd)/data/ib/before"
+mkdir -p "$TMP/ib2"
+cp -r "$IB/mlx5_0" "$TMP/ib2/mlx5_0" && cp -r "$IB/mlx5_0" "$TMP/ib2/mlx5_1" && cp -r "$IB/mlx5_2" "$TMP/ib2/mlx5_2"
+health_ib() {  # TREE HCAS OUT
+  sed "s/^hcas_per_node = .*/hcas_per_node = $2/" "$TMP/spec-hca.toml" > "$TMP/spec-hca-$2.toml"
+  KILN_IB_SYSFS_ROOT="$1" KILN_SYSFS_ROOT="$DATA/dev-debian12" timeout 60 "$WORKER" --health-check \
+    --spec "$TMP/spec-hca-$2.toml" > "$3" 2>&1
+}
+rm -rf "$TMP/ib2/mlx5_2"
+health_ib "$TMP/ib2" 8 "$TMP/hca2.txt"
+rc=$?
+cat "$TMP/hca2.txt"
+[ $rc -eq 1 ] && pass "2 of 8 HCAs: exit 1" || bad "exit $rc with 2 HCAs where the spec has 8"
+grep -q "^kiln-health: FAIL hca.count: 2 HCA(s) with an ACTIVE port, the spec expects 8" "$TMP/hca2.txt" \
+  && pass "the reason gives the count found and the spec's" || bad "partial hca reason"
+health_ib "$TMP/ib2" 2 "$TMP/hca2ok.txt"
+rc=$?
+cat "$TMP/hca2ok.txt"
+[ $rc -eq 0 ] && pass "2 of 2 HCAs: exit 0" || bad "exit $rc with the spec's 2 HCAs present"
+cp -r "$IB/mlx5_2" "$TMP/ib2/mlx5_2"
+health_ib "$TMP/ib2" 3 "$TMP/hca3.txt"
+rc=$?
+cat "$TMP/hca3.txt"
+[ $rc -eq 1 ] && pass "3 HCAs, one port DOWN, spec 3: exit 1" || bad "exit $rc with a DOWN port"
+grep -q "^kiln-health: FAIL hca.count: 2 HCA(s) with an ACTIVE port (not active: mlx5_2:1 DOWN), the spec expects 3" "$TMP/hca3.txt" \
+  && pass "the reason names the port that is not active" || bad "down-port hca reason"
 finish

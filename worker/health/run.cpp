@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "slurm/slurm_client.hpp"
 #include "worker/health/drain.hpp"
 #include "worker/health/verdict.hpp"
+#include "worker/hw/ib_sysfs.hpp"
 #include "worker/hw/pci_sysfs.hpp"
 #include "worker/runner.hpp"
 
@@ -117,7 +119,34 @@ void start_watchdog(double budget_s, bool json) {
   }).detach();
 }
 
-std::vector<Part> run_parts(const Options& o, const NodeInfo& node, const Faults& faults, const nlohmann::json& params) {
+// The spec's class has HCAs: a node where ib.ports finds none has lost them (a driver that did not
+// load, a card gone from the bus). That is a fault, not a part that does not apply, as the GPU
+// count is for GPUs; without it a node of an HCA class with no HCA passed with ib.ports untested.
+// A node with some of them is held to the same count as a campaign's (expect_hardware.cpp): devices
+// with an ACTIVE port, read from the tree ib.ports read; fewer is hca.count (7 of 8 HCAs passed
+// before, since every port that was there was ACTIVE).
+Part require_hcas(Part p, int expected) {
+  if (expected <= 0) return p;
+  if (p.status == Status::Skip)
+    return {p.key, Status::Fail, "hca.count", "the spec expects " + std::to_string(expected) + " HCA(s): " + p.reason,
+            p.seconds};
+  if (p.status != Status::Pass && p.status != Status::Fail) return p;  // an error or timeout says so itself
+  std::set<std::string> active;
+  std::string inactive;
+  for (const auto& port : rdma::list_ports(rdma::ib_root_from_env())) {
+    if (port.active()) active.insert(port.device);
+    else inactive += (inactive.empty() ? "" : ", ") + port.id() + " " + port.state;
+  }
+  if (static_cast<int>(active.size()) >= expected) return p;
+  std::string reason = std::to_string(active.size()) + " HCA(s) with an ACTIVE port" +
+                       (inactive.empty() ? "" : " (not active: " + inactive + ")") + ", the spec expects " +
+                       std::to_string(expected);
+  if (p.status == Status::Fail && !p.reason.empty()) reason += "; " + p.reason;
+  return {p.key, Status::Fail, "hca.count", reason, p.seconds};
+}
+
+std::vector<Part> run_parts(const Options& o, const NodeInfo& node, const Faults& faults, const nlohmann::json& params,
+                            int hcas_expected) {
   const auto t0 = Clock::now();
   auto left = [&] { return o.budget_s - since(t0); };
   auto show = [&](const Part& p) {
@@ -138,7 +167,7 @@ std::vector<Part> run_parts(const Options& o, const NodeInfo& node, const Faults
   const double burn_s = std::clamp(left() / 8, 1.0, 5.0);
   std::vector<Part> parts;
   parts.push_back(part("ib.ports", 10, [&](double d) {
-    return in_process(node, faults, "ib.ports", p_of("ib.ports", {{"window_s", 2.0}}), d);
+    return require_hcas(in_process(node, faults, "ib.ports", p_of("ib.ports", {{"window_s", 2.0}}), d), hcas_expected);
   }));
   parts.push_back(part("gpu.health", 20, [&](double d) {
     return in_process(node, faults, "gpu.health", p_of("gpu.health", nullptr), d);
@@ -182,17 +211,6 @@ void expect_bus_gpus(nlohmann::json& params) {
   gh["expected_gpus_from"] = "the PCI bus (" + std::to_string(on_bus) + " NVIDIA GPU(s))";
 }
 
-// The spec's class has HCAs: a node where ib.ports finds none has lost them (a driver that did not
-// load, a card gone from the bus). That is a fault, not a part that does not apply, as the GPU
-// count is for GPUs; without it a node of an HCA class with no HCA passed with ib.ports untested.
-void require_hcas(std::vector<Part>& parts, int expected) {
-  if (expected <= 0) return;
-  for (auto& p : parts)
-    if (p.key == "ib.ports" && p.status == Status::Skip)
-      p = {p.key, Status::Fail, "hca.count", "the spec expects " + std::to_string(expected) + " HCA(s): " + p.reason,
-           p.seconds};
-}
-
 }  // namespace
 
 int run_health_check(const Options& o, const NodeInfo& node, const Faults& faults) {
@@ -211,8 +229,7 @@ int run_health_check(const Options& o, const NodeInfo& node, const Faults& fault
   try {
     if (parts.empty()) expect_bus_gpus(params);
     if (parts.empty()) {
-      parts = run_parts(o, node, faults, params);
-      require_hcas(parts, hcas_expected);
+      parts = run_parts(o, node, faults, params, hcas_expected);
     }
   } catch (const std::exception& e) {  // the runner's own failure, not a check's: nothing was judged
     parts = {{"health-check", Status::Error, "health-check", e.what(), 0}};

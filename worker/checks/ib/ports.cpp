@@ -7,6 +7,7 @@
 // rate is lower).
 #include <thread>
 
+#include "common/text.hpp"
 #include "worker/check.hpp"
 #include "worker/hw/ib_sysfs.hpp"
 
@@ -55,8 +56,8 @@ class IbPortsTest final : public Check {
       std::vector<std::string> problems;
       if (!p.active()) problems.push_back("port state " + p.state + " (" + p.phys_state + ")");
       if (expect_rate > 0 && p.rate_gbps < expect_rate)
-        problems.push_back("rate " + std::to_string(p.rate_gbps) + " Gb/s below the expected " +
-                           std::to_string(expect_rate));
+        problems.push_back("rate " + short_number(p.rate_gbps) + " Gb/s below the expected " +
+                           short_number(expect_rate) + " Gb/s");
       for (const auto& q : after) {
         if (q.device != p.device || q.port != p.port) continue;
         nlohmann::json grew = nlohmann::json::object();
