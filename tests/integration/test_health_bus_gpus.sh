@@ -56,28 +56,21 @@ grep -q "^kiln-health: FAIL hca.count: the spec expects 8 HCA(s): no RDMA device
 # fixture's mlx5_0 and mlx5_2). With the spec's count met the same tree passes.
 IB="$(cd "$(dirname "$0")/.." && pwd)/data/ib/before"
 mkdir -p "$TMP/ib2"
-cp -r "$IB/mlx5_0" "$TMP/ib2/mlx5_0" && cp -r "$IB/mlx5_0" "$TMP/ib2/mlx5_1" && cp -r "$IB/mlx5_2" "$TMP/ib2/mlx5_2"
-health_ib() {  # TREE HCAS OUT
-  sed "s/^hcas_per_node = .*/hcas_per_node = $2/" "$TMP/spec-hca.toml" > "$TMP/spec-hca-$2.toml"
-  KILN_IB_SYSFS_ROOT="$1" KILN_SYSFS_ROOT="$DATA/dev-debian12" timeout 60 "$WORKER" --health-check \
-    --spec "$TMP/spec-hca-$2.toml" > "$3" 2>&1
+cp -r "$IB/mlx5_0" "$TMP/ib2/mlx5_0" && cp -r "$IB/mlx5_0" "$TMP/ib2/mlx5_1"
+# expect_hcas HCAS RC WHAT [LINE]: the health check on $TMP/ib2 with a class of HCAS HCAs exits RC
+# and, when LINE is given, prints it as its final line.
+expect_hcas() {
+  sed "s/^hcas_per_node = .*/hcas_per_node = $1/" "$TMP/spec-hca.toml" > "$TMP/spec-hca-$1.toml"
+  KILN_IB_SYSFS_ROOT="$TMP/ib2" KILN_SYSFS_ROOT="$DATA/dev-debian12" timeout 60 "$WORKER" --health-check \
+    --spec "$TMP/spec-hca-$1.toml" > "$TMP/hca-$1.txt" 2>&1
+  local rc=$?
+  cat "$TMP/hca-$1.txt"
+  [ $rc -eq "$2" ] && pass "$3: exit $2" || bad "$3: exit $rc"
+  [ -z "${4:-}" ] || { grep -qF "$4" "$TMP/hca-$1.txt" && pass "$3: the reason" || bad "$3: no line '$4'"; }
 }
-rm -rf "$TMP/ib2/mlx5_2"
-health_ib "$TMP/ib2" 8 "$TMP/hca2.txt"
-rc=$?
-cat "$TMP/hca2.txt"
-[ $rc -eq 1 ] && pass "2 of 8 HCAs: exit 1" || bad "exit $rc with 2 HCAs where the spec has 8"
-grep -q "^kiln-health: FAIL hca.count: 2 HCA(s) with an ACTIVE port, the spec expects 8" "$TMP/hca2.txt" \
-  && pass "the reason gives the count found and the spec's" || bad "partial hca reason"
-health_ib "$TMP/ib2" 2 "$TMP/hca2ok.txt"
-rc=$?
-cat "$TMP/hca2ok.txt"
-[ $rc -eq 0 ] && pass "2 of 2 HCAs: exit 0" || bad "exit $rc with the spec's 2 HCAs present"
+expect_hcas 8 1 "2 of 8 HCAs" "kiln-health: FAIL hca.count: 2 HCA(s) with an ACTIVE port, the spec expects 8"
+expect_hcas 2 0 "2 of 2 HCAs"
 cp -r "$IB/mlx5_2" "$TMP/ib2/mlx5_2"
-health_ib "$TMP/ib2" 3 "$TMP/hca3.txt"
-rc=$?
-cat "$TMP/hca3.txt"
-[ $rc -eq 1 ] && pass "3 HCAs, one port DOWN, spec 3: exit 1" || bad "exit $rc with a DOWN port"
-grep -q "^kiln-health: FAIL hca.count: 2 HCA(s) with an ACTIVE port (not active: mlx5_2:1 DOWN), the spec expects 3" "$TMP/hca3.txt" \
-  && pass "the reason names the port that is not active" || bad "down-port hca reason"
+expect_hcas 3 1 "3 HCAs, one port DOWN, spec 3" \
+  "kiln-health: FAIL hca.count: 2 HCA(s) with an ACTIVE port (not active: mlx5_2:1 DOWN), the spec expects 3"
 finish
