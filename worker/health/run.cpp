@@ -17,7 +17,6 @@
 #include "slurm/slurm_client.hpp"
 #include "worker/health/drain.hpp"
 #include "worker/health/verdict.hpp"
-#include "worker/hw/ib_sysfs.hpp"
 #include "worker/hw/pci_sysfs.hpp"
 #include "worker/runner.hpp"
 
@@ -47,8 +46,9 @@ nlohmann::json spec_params(const std::string& path, const NodeInfo& node, int& h
   return out;
 }
 
+// kept: when given, receives the check's records (require_hcas counts ports from them).
 Part in_process(const NodeInfo& node, const Faults& faults, const std::string& key, nlohmann::json params,
-                double deadline_s) {
+                double deadline_s, std::vector<Record>* kept = nullptr) {
   proto::Round round;
   round.id = 1;
   round.deadline_s = deadline_s;
@@ -58,7 +58,9 @@ Part in_process(const NodeInfo& node, const Faults& faults, const std::string& k
   Runner runner(node, faults, [&](const Record& r) { records.push_back(r); });
   const auto t0 = Clock::now();
   runner.run_round(round);
-  return fold_records(key, records, since(t0));
+  Part p = fold_records(key, records, since(t0));
+  if (kept) *kept = std::move(records);
+  return p;
 }
 
 std::string self_exe() {
@@ -123,9 +125,9 @@ void start_watchdog(double budget_s, bool json) {
 // load, a card gone from the bus). That is a fault, not a part that does not apply, as the GPU
 // count is for GPUs; without it a node of an HCA class with no HCA passed with ib.ports untested.
 // A node with some of them is held to the same count as a campaign's (expect_hardware.cpp): devices
-// with an ACTIVE port, read from the tree ib.ports read; fewer is hca.count (7 of 8 HCAs passed
-// before, since every port that was there was ACTIVE).
-Part require_hcas(Part p, int expected) {
+// with an ACTIVE port among ib.ports' own results ("host/device:port", extra.state); fewer is
+// hca.count (7 of 8 HCAs passed before, since every port that was there was ACTIVE).
+Part require_hcas(Part p, const std::vector<Record>& records, int expected) {
   if (expected <= 0) return p;
   if (p.status == Status::Skip)
     return {p.key, Status::Fail, "hca.count", "the spec expects " + std::to_string(expected) + " HCA(s): " + p.reason,
@@ -133,9 +135,13 @@ Part require_hcas(Part p, int expected) {
   if (p.status != Status::Pass && p.status != Status::Fail) return p;  // an error or timeout says so itself
   std::set<std::string> active;
   std::string inactive;
-  for (const auto& port : rdma::list_ports(rdma::ib_root_from_env())) {
-    if (port.active()) active.insert(port.device);
-    else inactive += (inactive.empty() ? "" : ", ") + port.id() + " " + port.state;
+  for (const auto& rec : records) {
+    const auto* r = std::get_if<Result>(&rec);
+    if (!r || r->entity.kind != "hca") continue;
+    const std::string port = r->entity.id.substr(r->entity.id.find('/') + 1);  // npos + 1: the whole id
+    const std::string state = r->extra.value("state", std::string("unknown"));
+    if (state == "ACTIVE") active.insert(port.substr(0, port.rfind(':')));
+    else inactive += (inactive.empty() ? "" : ", ") + port + " " + state;
   }
   if (static_cast<int>(active.size()) >= expected) return p;
   std::string reason = std::to_string(active.size()) + " HCA(s) with an ACTIVE port" +
@@ -167,7 +173,9 @@ std::vector<Part> run_parts(const Options& o, const NodeInfo& node, const Faults
   const double burn_s = std::clamp(left() / 8, 1.0, 5.0);
   std::vector<Part> parts;
   parts.push_back(part("ib.ports", 10, [&](double d) {
-    return require_hcas(in_process(node, faults, "ib.ports", p_of("ib.ports", {{"window_s", 2.0}}), d), hcas_expected);
+    std::vector<Record> records;
+    Part p = in_process(node, faults, "ib.ports", p_of("ib.ports", {{"window_s", 2.0}}), d, &records);
+    return require_hcas(std::move(p), records, hcas_expected);
   }));
   parts.push_back(part("gpu.health", 20, [&](double d) {
     return in_process(node, faults, "gpu.health", p_of("gpu.health", nullptr), d);
