@@ -214,7 +214,7 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
     r.clean.push_back({e.a, e.b, high ? 2 : e.z < kClearZ ? -1 : 0, known});
     const bool open = e.z >= std::min(zc, kOpenZ) && e.slowness >= kMinEdgeSlowness;
     if (known) r.readings.push_back({{e.a, e.b}, e.z});
-    else if (open && suspect) r.slow_links.emplace_back(e.a, e.b);
+    else if (open && suspect) r.slow_links.emplace_back(e.a, e.b), r.slow_link_z[{e.a, e.b}] = e.z;
     else if (high) r.sightings.emplace_back(e.a, e.b), r.far_sighting = r.far_sighting || slow;
   }
   return r;
@@ -283,7 +283,9 @@ std::vector<std::pair<int, int>> Planner::Impl::record_sightings(const EdgeReadi
   const int needed = r.sightings.empty() ? 0 : sightings_needed();
   for (auto k : r.sightings)
     if (++sightings[k] >= needed && !links.count(k)) {
-      ++links[k].edge_slow;
+      auto& l = links[k];
+      ++l.edge_slow;
+      l.open_z = std::numeric_limits<double>::infinity();
       ++noise.opened;
       opened.push_back(k);
       note(link_id(k.first, k.second) + " read slow in " + std::to_string(sightings[k]) +
@@ -367,7 +369,10 @@ void Planner::Impl::record_edge_evidence(const EdgeReading& r, std::int64_t roun
   }
   auto opened = r.slow_links;
   for (auto k : record_sightings(r)) opened.push_back(k);
-  for (auto [a, b] : r.slow_links) ++links[{a, b}].edge_slow;
+  for (auto [a, b] : r.slow_links) {
+    auto& l = links[{a, b}];
+    if (l.edge_slow++ == 0) l.open_z = r.slow_link_z.at({a, b});
+  }
   for (const auto& [k, z] : r.readings) {
     auto& l = links[k];
     l.edge_z.push_back(z);

@@ -92,6 +92,9 @@ struct LinkData {
   int edge_slow = 0;
   int edge_fast = 0;
   std::vector<double> edge_z;  // robust z of its edge in each group after the one that opened it
+  // The robust z of the slow edge that opened it (infinity when repeated sightings opened it): past
+  // the affine cover, the first retests take the strongest first (strategy_resolve.cpp).
+  double open_z = 0.0;
   bool confirmed = false;
   bool cleared = false;
   std::int64_t confirmed_round = -1;
@@ -113,6 +116,7 @@ struct LinkData {
 struct EdgeReading {
   std::vector<int> slow_rows;                  // members slow with most of their peers
   std::vector<std::pair<int, int>> slow_links; // slow edges whose ends are otherwise fine, (low, high)
+  std::map<std::pair<int, int>, double> slow_link_z;  // their robust z
   std::map<int, std::vector<int>> row_partners;  // slow row -> peers of its slow edges
   std::map<int, std::vector<std::pair<double, int>>> row_peers;  // slow row -> (z, peer) of its edges to fine rows
   std::vector<std::pair<std::pair<int, int>, double>> readings;  // candidates' edges again: (link, z)

@@ -6,9 +6,12 @@
 // round can add votes per suspect; a suspect that runs out of tests or partners is left unresolved
 // rather than guessed at. Link candidates short of votes are retested as pairs.
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
 #include <map>
 #include <set>
 
+#include "common/text.hpp"
 #include "coordinator/analysis/strategies.hpp"
 
 namespace kiln::analysis::strategy {
@@ -230,6 +233,29 @@ bool first_retests_over(const Planner::Impl& s) {
          static_cast<double>(s.book.observed + 1 + s.edge_readings_needed()) > one_fault_round_bound(s.n);
 }
 
+// Past the affine cover, first retests outnumber what the retest rounds before first_retests_over()
+// can pack (322,000 suspicions at 8,192 nodes, 44,700 retested in the first round; 1.2 million at
+// 16,384), and packing that took no account of a suspicion's strength left the rest to chance: at
+// 8,192 nodes the 11,000 left unread when the budget ran out held a 2x link in 4 of 64 campaigns.
+// Now the greedy growth below weighs each suspicion by a class of the z that opened it, and one of
+// a class outweighs any number of those below. Most of the backlog is lognormal noise just past the
+// opening z of 2.5 (at 5% noise: [2.5, 3) holds about half, [3, 3.5) a seventh); a straggler's
+// heavy tail fills 8 and over (a fifth). Per suspicion, a 1.25x link at 5% noise is likeliest in
+// [3.5, 5) (it opens near 4.5), then [5, 8), and a 2x link opens near 14, so the order is: read
+// slow again (or opened by repeated sightings) first, then [3.5, 5), [5, 8), 8 and over, [3, 3.5),
+// and [2.5, 3) last.
+constexpr double kRetestClassZ[] = {3.0, 3.5, 5.0, 8.0};
+
+std::int64_t retest_weight(const Planner::Impl& s, const LinkData& l) {
+  // z class -> priority: [2.5, 3) 0, [3, 3.5) 1, [3.5, 5) 4, [5, 8) 3, 8 and over 2; read slow again 5
+  // (1 << 50 at most: a sum over an end's suspicions stays far inside 64 bits).
+  constexpr int kPriority[] = {0, 1, 4, 3, 2};
+  int cls = 0;
+  for (double z : kRetestClassZ) cls += l.open_z >= z ? 1 : 0;
+  const int priority = s.noise_single(l) ? kPriority[cls] : static_cast<int>(std::size(kPriority));
+  return std::int64_t{1} << (10 * priority);
+}
+
 // Link suspicions from per-edge figures are retested inside all-to-all groups, where their edges
 // are measured again next to healthy ones: one group of up to timed_group_size(n) members retests every
 // suspicion among its members at once, however many share an end, and its edges are judged as the
@@ -244,25 +270,29 @@ bool first_retests_over(const Planner::Impl& s) {
 // untested: at 4,096 nodes the last 4,000 of 80,000 noise suspicions took fifteen rounds.
 int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
   std::vector<std::pair<std::pair<int, int>, LinkData*>> due;
-  std::map<int, std::vector<int>> adj;
+  std::map<int, std::vector<std::pair<int, std::int64_t>>> adj;  // end -> (other end, weight)
   const bool late = first_retests_over(s);
-  long skipped = 0;
+  const bool ranked = s.search.cover_affine;
+  long skipped = 0, skipped_strong = 0;
   for (auto& [key, l] : s.links) {
     if (l.confirmed || l.cleared || l.pair_only || l.retests >= edge_retests(s, l)) continue;
     if (l.edge_slow == 0 && !edge_retestable(s, l)) continue;
     if (late && s.noise_single(l)) {
       ++skipped;
+      skipped_strong += l.open_z >= kRetestClassZ[0] ? 1 : 0;
       continue;
     }
     if (!s.good(key.first) || !s.good(key.second) || !round.free({key.first, key.second})) continue;
     due.push_back({key, &l});
-    adj[key.first].push_back(key.second);
-    adj[key.second].push_back(key.first);
+    const std::int64_t w = ranked ? retest_weight(s, l) : 1;
+    adj[key.first].push_back({key.second, w});
+    adj[key.second].push_back({key.first, w});
   }
   if (skipped > 0 && s.search.unretested == 0) {
     s.search.unretested = skipped;
     s.note("round budget: " + std::to_string(skipped) + " suspicion(s) with one slow reading get no more "
-           "retests (left as noise singles); those read slow again go on being retested");
+           "retests (left as noise singles; " + std::to_string(skipped_strong) + " of them opened at z " +
+           short_number(kRetestClassZ[0]) + " or more); those read slow again go on being retested");
   }
   if (due.empty()) return 0;
   const std::size_t max_group = timed_group_size(static_cast<std::size_t>(s.n));
@@ -277,24 +307,25 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
   std::size_t again_next = 0;
   std::vector<std::vector<int>> groups;
   std::map<int, int> group_of;
-  std::map<int, int> left;  // due suspicions of an unplaced end to other unplaced ends
-  for (const auto& [u, nb] : adj) left[u] = static_cast<int>(nb.size());
+  std::map<int, std::int64_t> left;  // weight of an unplaced end's due suspicions to other unplaced ends
+  for (const auto& [u, nb] : adj)
+    for (const auto& [v, w] : nb) left[u] += w;
   while (!left.empty()) {
     groups.emplace_back();
     auto& g = groups.back();
     const int id = static_cast<int>(groups.size()) - 1;
-    std::map<int, int> gain;  // unplaced end -> suspicions into this group
-    std::set<std::pair<int, int>> frontier;  // (-gain, end)
+    std::map<int, std::int64_t> gain;  // unplaced end -> weight of its suspicions into this group
+    std::set<std::pair<std::int64_t, int>> frontier;  // (-gain, end)
     auto place = [&](int u) {
       left.erase(u);
       frontier.erase({-gain[u], u});
       group_of[u] = id;
       g.push_back(u);
-      for (int v : adj[u]) {
+      for (const auto& [v, w] : adj[u]) {
         if (!left.count(v)) continue;
-        --left[v];
+        left[v] -= w;
         frontier.erase({-gain[v], v});
-        frontier.insert({-++gain[v], v});
+        frontier.insert({-(gain[v] += w), v});
       }
     };
     for (; again_next < again.size() && g.size() + 2 <= max_group; ++again_next) {
