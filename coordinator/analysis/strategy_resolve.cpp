@@ -6,10 +6,12 @@
 // round can add votes per suspect; a suspect that runs out of tests or partners is left unresolved
 // rather than guessed at. Link candidates short of votes are retested as pairs.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <iterator>
 #include <map>
 #include <set>
+#include <string>
 
 #include "common/text.hpp"
 #include "coordinator/analysis/strategies.hpp"
@@ -246,13 +248,32 @@ bool first_retests_over(const Planner::Impl& s) {
 // and [2.5, 3) last.
 constexpr double kRetestClassZ[] = {3.0, 3.5, 5.0, 8.0};
 
+int retest_class(const LinkData& l) {
+  int cls = 0;
+  for (double z : kRetestClassZ) cls += l.open_z >= z ? 1 : 0;
+  return cls;
+}
+
+// "under 3: a, 3-3.5: b, ..., 8 and over: e"
+template <std::size_t N>
+std::string retest_classes_text(const std::array<long, N>& by) {
+  std::string text;
+  for (std::size_t c = 0; c < N; ++c) {
+    if (c > 0) text += ", ";
+    if (c == 0) text += "under " + short_number(kRetestClassZ[0]);
+    else if (c + 1 == N) text += short_number(kRetestClassZ[c - 1]) + " and over";
+    else text += short_number(kRetestClassZ[c - 1]) + "-" + short_number(kRetestClassZ[c]);
+    text += ": " + std::to_string(by[c]);
+  }
+  return text;
+}
+
 std::int64_t retest_weight(const Planner::Impl& s, const LinkData& l) {
   // z class -> priority: [2.5, 3) 0, [3, 3.5) 1, [3.5, 5) 4, [5, 8) 3, 8 and over 2; read slow again 5
   // (1 << 50 at most: a sum over an end's suspicions stays far inside 64 bits).
   constexpr int kPriority[] = {0, 1, 4, 3, 2};
-  int cls = 0;
-  for (double z : kRetestClassZ) cls += l.open_z >= z ? 1 : 0;
-  const int priority = s.noise_single(l) ? kPriority[cls] : static_cast<int>(std::size(kPriority));
+  static_assert(std::size(kPriority) == std::size(kRetestClassZ) + 1);
+  const int priority = s.noise_single(l) ? kPriority[retest_class(l)] : static_cast<int>(std::size(kPriority));
   return std::int64_t{1} << (10 * priority);
 }
 
@@ -273,13 +294,14 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
   std::map<int, std::vector<std::pair<int, std::int64_t>>> adj;  // end -> (other end, weight)
   const bool late = first_retests_over(s);
   const bool ranked = s.search.cover_affine;
-  long skipped = 0, skipped_strong = 0;
+  long skipped = 0;
+  std::array<long, std::size(kRetestClassZ) + 1> skipped_by{};  // by retest_class()
   for (auto& [key, l] : s.links) {
     if (l.confirmed || l.cleared || l.pair_only || l.retests >= edge_retests(s, l)) continue;
     if (l.edge_slow == 0 && !edge_retestable(s, l)) continue;
     if (late && s.noise_single(l)) {
       ++skipped;
-      skipped_strong += l.open_z >= kRetestClassZ[0] ? 1 : 0;
+      ++skipped_by[static_cast<std::size_t>(retest_class(l))];
       continue;
     }
     if (!s.good(key.first) || !s.good(key.second) || !round.free({key.first, key.second})) continue;
@@ -291,8 +313,8 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
   if (skipped > 0 && s.search.unretested == 0) {
     s.search.unretested = skipped;
     s.note("round budget: " + std::to_string(skipped) + " suspicion(s) with one slow reading get no more "
-           "retests (left as noise singles; " + std::to_string(skipped_strong) + " of them opened at z " +
-           short_number(kRetestClassZ[0]) + " or more); those read slow again go on being retested");
+           "retests (left as noise singles; by the z that opened them: " + retest_classes_text(skipped_by) +
+           "); those read slow again go on being retested");
   }
   if (due.empty()) return 0;
   const std::size_t max_group = timed_group_size(static_cast<std::size_t>(s.n));
