@@ -8,6 +8,7 @@
 
 #include "common/checks.hpp"
 #include "common/findings.hpp"
+#include "common/hca_port.hpp"
 #include "common/text.hpp"
 #include "coordinator/analysis/expect_internal.hpp"
 
@@ -79,14 +80,12 @@ GpuHardware gpu_hardware(const Result& r) {
 }
 
 void add_port(Reported& rep, const Result& r) {
-  if (r.entity.kind != "hca" || (r.status != Status::Pass && r.status != Status::Fail)) return;
-  const auto slash = r.entity.id.find('/');
-  const std::string port = r.entity.id.substr(slash == std::string::npos ? 0 : slash + 1);
+  const auto seen = hca_port(r);
+  if (!seen || (r.status != Status::Pass && r.status != Status::Fail)) return;
   auto& p = rep.ports[r.entity.id];
-  p.device = port.substr(0, port.rfind(':'));
-  const auto it = r.extra.find("state");
-  const std::string state = it != r.extra.end() && it->is_string() ? it->get<std::string>() : "";
-  if (state != "ACTIVE") {
+  p.device = seen->device;
+  const std::string& state = seen->state;
+  if (!seen->active()) {
     p.active = false;
     p.state = state.empty() ? std::string("unknown") : state;
     return;

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/hca_port.hpp"
 #include "common/protocol.hpp"
 #include "common/spec.hpp"
 #include "slurm/command_runner.hpp"
@@ -125,8 +126,9 @@ void start_watchdog(double budget_s, bool json) {
 // load, a card gone from the bus). That is a fault, not a part that does not apply, as the GPU
 // count is for GPUs; without it a node of an HCA class with no HCA passed with ib.ports untested.
 // A node with some of them is held to the same count as a campaign's (expect_hardware.cpp): devices
-// with an ACTIVE port among ib.ports' own results ("host/device:port", extra.state); fewer is
-// hca.count (7 of 8 HCAs passed before, since every port that was there was ACTIVE).
+// with an ACTIVE port among ib.ports' own results, read as the campaign reads them
+// (common/hca_port.hpp); fewer is hca.count (7 of 8 HCAs passed before, since every port that was
+// there was ACTIVE).
 Part require_hcas(Part p, const std::vector<Record>& records, int expected) {
   if (expected <= 0) return p;
   if (p.status == Status::Skip)
@@ -137,11 +139,10 @@ Part require_hcas(Part p, const std::vector<Record>& records, int expected) {
   std::string inactive;
   for (const auto& rec : records) {
     const auto* r = std::get_if<Result>(&rec);
-    if (!r || r->entity.kind != "hca") continue;
-    const std::string port = r->entity.id.substr(r->entity.id.find('/') + 1);  // npos + 1: the whole id
-    const std::string state = r->extra.value("state", std::string("unknown"));
-    if (state == "ACTIVE") active.insert(port.substr(0, port.rfind(':')));
-    else inactive += (inactive.empty() ? "" : ", ") + port + " " + state;
+    const auto port = r ? hca_port(*r) : std::nullopt;
+    if (!port) continue;
+    if (port->active()) active.insert(port->device);
+    else inactive += (inactive.empty() ? "" : ", ") + port->port + " " + (port->state.empty() ? "unknown" : port->state);
   }
   if (static_cast<int>(active.size()) >= expected) return p;
   std::string reason = std::to_string(active.size()) + " HCA(s) with an ACTIVE port" +
