@@ -285,9 +285,10 @@ std::int64_t retest_weight(const Planner::Impl& s, const LinkData& l) {
 // 6 up to 256 nodes; more when noise asks) what is left is retested as pairs.
 // Packing grows each group from the suspect end with the most due suspicions, adding next the end
 // with the most suspicions into the group so far (greedy graph growing; past the affine cover,
-// suspicions counted by retest_weight()); a part used up, the group goes on from a new seed. A suspicion is retested when both its ends share a group. Packing
-// connected parts whole made one part of most nodes when noise opened thousands of suspicions, too
-// large a group for its edges to be timed; packing edge by edge left a sparse backlog mostly
+// suspicions counted by retest_weight()); a part used up, the group goes on from a new seed. A
+// suspicion is retested when both its ends share a group. Packing connected parts whole made one
+// part of most nodes when noise opened thousands of suspicions, too large a group for its edges to
+// be timed; packing edge by edge left a sparse backlog mostly
 // untested: at 4,096 nodes the last 4,000 of 80,000 noise suspicions took fifteen rounds.
 int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
   std::vector<std::pair<std::pair<int, int>, LinkData*>> due;
