@@ -274,8 +274,9 @@ std::int64_t retest_weight(const Planner::Impl& s, const LinkData& l) {
   // z class -> priority: [2.5, 3) 0, [3, 3.5) 1, 3.5 and over 2; read slow again 3 (1 << 30 at
   // most: a sum over an end's suspicions stays far inside 64 bits).
   constexpr int kPriority[] = {0, 1, 2, 2, 2};
+  constexpr int kReadAgain = 3;
   static_assert(std::size(kPriority) == std::size(kRetestClassZ) + 1);
-  const int priority = s.noise_single(l) ? kPriority[retest_class(l)] : 3;
+  const int priority = s.noise_single(l) ? kPriority[retest_class(l)] : kReadAgain;
   return std::int64_t{1} << (10 * priority);
 }
 
