@@ -316,9 +316,10 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
   }
   if (skipped > 0 && s.search.unretested == 0) {
     s.search.unretested = skipped;
-    std::array<long, std::size(kRetestClassZ) + 1> opened{};  // every suspicion a slow edge opened
+    // Every suspicion a slow edge or sightings opened (open_z set); one a pair test opened has none.
+    std::array<long, std::size(kRetestClassZ) + 1> opened{};
     for (const auto& [key, l] : s.links)
-      if (l.edge_slow > 0) ++opened[static_cast<std::size_t>(retest_class(l))];
+      if (l.open_z > 0.0) ++opened[static_cast<std::size_t>(retest_class(l))];
     s.note("round budget: " + std::to_string(skipped) + " suspicion(s) with one slow reading get no more "
            "retests (left as noise singles; by the z that opened them, left of opened: " +
            retest_classes_text(skipped_by, opened) + "); those read slow again go on being retested");
