@@ -80,17 +80,12 @@ GpuHardware gpu_hardware(const Result& r) {
 }
 
 void add_port(Reported& rep, const Result& r) {
-  const auto seen = hca_port(r);
-  if (!seen || (r.status != Status::Pass && r.status != Status::Fail)) return;
+  if (!rep.hcas.add(r)) return;
   auto& p = rep.ports[r.entity.id];
-  p.device = seen->device;
-  const std::string& state = seen->state;
-  if (!seen->active()) {
+  if (!hca_port(r)->active()) {
     p.active = false;
-    p.state = state.empty() ? std::string("unknown") : state;
     return;
   }
-  if (p.state.empty()) p.state = state;
   if (!p.rate_gbps || r.value < *p.rate_gbps) p.rate_gbps = r.value;
 }
 
@@ -139,15 +134,11 @@ void nvlink_findings(const Expectations& e, const NodeSeen& n, const NodeClass& 
 void hca_findings(const NodeSeen& n, const NodeClass& c, const Reported& rep, std::vector<Finding>& out) {
   const auto& h = c.hardware;
   if ((!h.hcas_per_node && !h.hca_rate_gbps) || rep.ports.empty()) return;
-  std::set<std::string> active;
-  json inactive = json::array();
-  for (const auto& [id, p] : rep.ports) {
-    if (p.active) active.insert(p.device);
-    else inactive.push_back(id.substr(id.find('/') + 1) + " " + p.state);
-  }
+  const auto active = rep.hcas.active();
+  const auto inactive = rep.hcas.inactive();
   if (h.hcas_per_node && static_cast<int>(active.size()) < *h.hcas_per_node) {
     std::string down;
-    for (const auto& d : inactive) down += (down.empty() ? "" : ", ") + d.get<std::string>();
+    for (const auto& d : inactive) down += (down.empty() ? "" : ", ") + d;
     out.push_back(make_finding(
         Code::HcaCount, {"node", n.host},
         n.host + " has " + std::to_string(active.size()) + " HCA(s) with an ACTIVE port (ib.ports)" +
@@ -155,7 +146,7 @@ void hca_findings(const NodeSeen& n, const NodeClass& c, const Reported& rep, st
             std::to_string(*h.hcas_per_node),
         json::array({{{"hca_count", active.size()}, {"expected", *h.hcas_per_node},
                       {"active", json(std::vector<std::string>(active.begin(), active.end()))},
-                      {"inactive_ports", inactive}, {"class", c.name}}})));
+                      {"inactive_ports", json(inactive)}, {"class", c.name}}})));
   }
   if (!h.hca_rate_gbps) return;
   for (const auto& [id, p] : rep.ports) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/hca_port.hpp"
 #include "coordinator/analysis/expect.hpp"
 
 namespace kiln::analysis::expect_detail {
@@ -24,11 +25,9 @@ struct GpuHardware {
   std::string nvlink_error;
 };
 
-// One HCA port over the plan's ib.ports readings: active when it was ACTIVE in every one, at the
-// lowest rate an ACTIVE reading gave.
+// One HCA port's rate over the plan's ib.ports readings: the lowest an ACTIVE reading gave, kept
+// while every reading was ACTIVE (the count of HCAs is Reported::hcas).
 struct HcaPort {
-  std::string device;
-  std::string state;  // the last reading that was not ACTIVE, else ACTIVE
   bool active = true;
   std::optional<double> rate_gbps;
 };
@@ -39,6 +38,7 @@ struct Reported {
   std::string driver, kernel, rdma_core;
   std::vector<GpuHardware> gpus;
   std::map<std::string, HcaPort> ports;  // by entity id, host/dev:port
+  HcaCount hcas;                         // the node's HCAs with an ACTIVE port (common/hca_port.hpp)
 };
 
 // What each host's records say, by host.

@@ -3,6 +3,7 @@
 // rdma-core.
 #include <catch2/catch.hpp>
 
+#include "common/hca_port.hpp"
 #include "tests/unit/expect_fixtures.hpp"
 
 using namespace expect_fixtures;
@@ -159,6 +160,26 @@ TEST_CASE("HCAs against hcas_per_node and hca_rate_gbps: fewer active is hca.cou
   CHECK(with_code(found, Code::HcaCount)[0].evidence[0]["inactive_ports"] == nlohmann::json({"mlx5_2:1 DOWN"}));
   CHECK(with_code(found, Code::HcaRate).empty());
   CHECK(analysis::kept_for_expectations(e, hca_port("mlx5_0:1", "ACTIVE", 400)));
+}
+
+TEST_CASE("HcaCount: the health check counts HCAs as a campaign does") {
+  // worker/health/run.cpp holds a node to this count; it counted apart before, and a port ACTIVE
+  // before the checks and DOWN after counted there as ACTIVE.
+  kiln::HcaCount count;
+  CHECK(count.empty());
+  CHECK(count.add(hca_port("mlx5_0:1", "ACTIVE", 400, "before")));
+  CHECK(count.add(hca_port("mlx5_0:1", "DOWN", 400, "after")));
+  CHECK(count.add(hca_port("mlx5_1:1", "ACTIVE", 400)));
+  CHECK(count.add(hca_port("mlx5_1:2", "INIT", 400)));  // one of mlx5_1's two ports: mlx5_1 still counts
+  Result errored = hca_port("mlx5_2:1", "ACTIVE", 400);
+  errored.status = Status::Error;  // read nothing
+  CHECK_FALSE(count.add(errored));
+  CHECK_FALSE(count.add(result("gpu.health", "n1", 0, "ok", 1, {"gpu", "n1/gpu0"})));
+  Result no_state = hca_port("mlx5_3:1", "ACTIVE", 400);
+  no_state.extra.erase("state");
+  CHECK(count.add(no_state));
+  CHECK(count.active() == std::set<std::string>{"mlx5_1"});
+  CHECK(count.inactive() == std::vector<std::string>{"mlx5_0:1 DOWN", "mlx5_1:2 INIT", "mlx5_3:1 unknown"});
 }
 
 TEST_CASE("HCAs not read (ib.ports skipped or not run) are not.tested with the reason, unless ib.ports is optional") {

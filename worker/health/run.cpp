@@ -135,15 +135,12 @@ Part require_hcas(Part p, const std::vector<Record>& records, int expected) {
     return {p.key, Status::Fail, "hca.count", "the spec expects " + std::to_string(expected) + " HCA(s): " + p.reason,
             p.seconds};
   if (p.status != Status::Pass && p.status != Status::Fail) return p;  // an error or timeout says so itself
-  std::set<std::string> active;
+  HcaCount count;
+  for (const auto& rec : records)
+    if (const auto* r = std::get_if<Result>(&rec)) count.add(*r);
+  const auto active = count.active();
   std::string inactive;
-  for (const auto& rec : records) {
-    const auto* r = std::get_if<Result>(&rec);
-    const auto port = r ? hca_port(*r) : std::nullopt;
-    if (!port) continue;
-    if (port->active()) active.insert(port->device);
-    else inactive += (inactive.empty() ? "" : ", ") + port->port + " " + (port->state.empty() ? "unknown" : port->state);
-  }
+  for (const auto& port : count.inactive()) inactive += (inactive.empty() ? "" : ", ") + port;
   if (static_cast<int>(active.size()) >= expected) return p;
   std::string reason = std::to_string(active.size()) + " HCA(s) with an ACTIVE port" +
                        (inactive.empty() ? "" : " (not active: " + inactive + ")") + ", the spec expects " +
