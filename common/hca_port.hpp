@@ -42,8 +42,8 @@ class HcaCount {
   bool add(const Result& r) {
     const auto p = hca_port(r);
     if (!p || (r.status != Status::Pass && r.status != Status::Fail)) return false;
-    auto [it, fresh] = ports_.try_emplace(p->port, Port{p->device, ""});
-    if (!p->active()) it->second.not_active = p->state.empty() ? "unknown" : p->state;
+    auto& port = ports_.try_emplace(p->port, Port{p->device, ""}).first->second;
+    if (!p->active()) port.not_active = p->state.empty() ? "unknown" : p->state;
     return true;
   }
   // Devices with an ACTIVE port.

@@ -137,8 +137,7 @@ void hca_findings(const NodeSeen& n, const NodeClass& c, const Reported& rep, st
   const auto active = rep.hcas.active();
   const auto inactive = rep.hcas.inactive();
   if (h.hcas_per_node && static_cast<int>(active.size()) < *h.hcas_per_node) {
-    std::string down;
-    for (const auto& d : inactive) down += (down.empty() ? "" : ", ") + d;
+    const std::string down = join(inactive, ", ");
     out.push_back(make_finding(
         Code::HcaCount, {"node", n.host},
         n.host + " has " + std::to_string(active.size()) + " HCA(s) with an ACTIVE port (ib.ports)" +

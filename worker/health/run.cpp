@@ -14,6 +14,7 @@
 #include "common/hca_port.hpp"
 #include "common/protocol.hpp"
 #include "common/spec.hpp"
+#include "common/text.hpp"
 #include "slurm/command_runner.hpp"
 #include "slurm/slurm_client.hpp"
 #include "worker/health/drain.hpp"
@@ -139,8 +140,7 @@ Part require_hcas(Part p, const std::vector<Record>& records, int expected) {
   for (const auto& rec : records)
     if (const auto* r = std::get_if<Result>(&rec)) count.add(*r);
   const auto active = count.active();
-  std::string inactive;
-  for (const auto& port : count.inactive()) inactive += (inactive.empty() ? "" : ", ") + port;
+  const std::string inactive = join(count.inactive(), ", ");
   if (static_cast<int>(active.size()) >= expected) return p;
   std::string reason = std::to_string(active.size()) + " HCA(s) with an ACTIVE port" +
                        (inactive.empty() ? "" : " (not active: " + inactive + ")") + ", the spec expects " +
