@@ -39,6 +39,8 @@ constexpr std::size_t kMaxHotVotes = 32;
 constexpr long kMinPairTests = 50;
 // Clean edge readings before their fractions are base rates.
 constexpr long kMinEdgeReadings = 1000;
+// The edge confirm rule's false rate per campaign (edge_readings_needed).
+constexpr double kEdgeReadingsAlpha = 1e-4;
 
 // The hot rule looks at every node after every round, so its level is split over n x rounds looks,
 // at kHotAlpha per campaign. Split over the n nodes alone, at 1% it named a healthy node in 1 of 200
@@ -112,10 +114,20 @@ double Planner::Impl::pair_slow_rate() const {
 // 2 false links in about 900 campaigns at 3,000-4,096 nodes (seed 68 intermittent, seed 150
 // healthy): 1e-3 per campaign is one in 1,000, not none.
 int Planner::Impl::edge_readings_needed() const {
-  constexpr double kEdgeAlpha = 1e-4;
   const double hi = edge_slow_rate(), lo = edge_fast_rate();
   if (hi <= 0.0 || lo < 0.0) return 3;
-  return noise::repeats_needed(hi / (hi + lo), static_cast<double>(noise.opened), 3, kEdgeAlpha);
+  return noise::repeats_needed(hi / (hi + lo), static_cast<double>(noise.opened), 3, kEdgeReadingsAlpha);
+}
+
+// Forgiving one fast reading after kForgivenAfter slow ones raises the chance that noise confirms a
+// suspicion by 1 + (k - kForgivenAfter)(1 - q): at 16,384 nodes (k = 6) still within kEdgeAlpha, at
+// 1,024 (k = 4, 8,000 suspicions) past it, where forgiving would ask a fifth reading of every link.
+// So it forgives only where it asks no more readings than the rule that forgives nothing.
+bool Planner::Impl::forgives_low() const {
+  const double hi = edge_slow_rate(), lo = edge_fast_rate();
+  if (hi <= 0.0 || lo < 0.0) return false;
+  return noise::repeats_needed_one_miss(hi / (hi + lo), static_cast<double>(noise.opened), 3, kForgivenAfter,
+                                        kEdgeReadingsAlpha) <= edge_readings_needed();
 }
 
 // An edge read again in groups that open no suspicion (up to kSightingReads looks) becomes one after
@@ -226,7 +238,7 @@ bool Planner::Impl::noise_single(const LinkData& l) const {
 nlohmann::json Planner::Impl::noise_story() const {
   nlohmann::json j = {{"edge_readings", noise.readings}, {"suspicions_opened", noise.opened},
                       {"edge_readings_needed", edge_readings_needed()}, {"link_votes_needed", link_votes_needed()},
-                      {"node_votes_needed", node_votes_needed()}};
+                      {"node_votes_needed", node_votes_needed()}, {"edge_low_forgiven", forgives_low()}};
   if (const double p = edge_slow_rate(); p >= 0.0)
     j["edge_slow_rate"] = p, j["edge_fast_rate"] = edge_fast_rate(),
     j["summary"] = "edge readings slow by noise: " + percent(p);

@@ -12,6 +12,15 @@ int repeats_needed(double q, double tests, int floor, double alpha) {
   return std::max(floor, static_cast<int>(std::min(k, 64.0)));
 }
 
+int repeats_needed_one_miss(double q, double tests, int floor, int guard, double alpha) {
+  constexpr int kMaxRepeats = 64;
+  if (!(q > 0.0 && q < 1.0) || tests < 1.0) return floor;
+  int k = std::max(1, floor);
+  auto chance = [&](int r) { return std::pow(q, r) * (1.0 + std::max(0, r - guard) * (1.0 - q)); };
+  while (k < kMaxRepeats && tests * chance(k) > alpha) ++k;
+  return k;
+}
+
 int votes_needed(double p, double tests, int floor, double alpha) {
   constexpr int kMaxVotes = 64;  // as repeats_needed: in effect, no number of votes will do
   if (!(p > 0.0) || tests < 1.0) return floor;

@@ -13,6 +13,11 @@ constexpr double kAlpha = 0.01;
 // than floor. q outside (0, 1) or no tests: floor.
 int repeats_needed(double q, double tests, int floor, double alpha = kAlpha);
 
+// As repeats_needed, for a rule that forgives one fast reading once `guard` slow ones came before
+// it: noise then confirms with q^k (1 + (k - guard)(1 - q)), the fast reading being any one of the
+// k - guard gaps after the guard-th slow reading.
+int repeats_needed_one_miss(double q, double tests, int floor, int guard, double alpha = kAlpha);
+
 // Votes (slow results) that a suspicion must gather, never fewer than floor, so that noise gives any
 // of `tests` suspicions that many with probability at most alpha overall, when a noisy test is slow
 // with probability p. The rules confirm on k votes that outnumber the fast results, so k votes can

@@ -379,6 +379,11 @@ struct Planner::Impl : Setup, Evidence {
   // A link opened by a slow edge, decided on its later edge readings; false if they cannot yet.
   bool decide_edge_link(int a, int b);
   static int between_readings(const LinkData& l);  // edge_z between the clearing and the deciding z
+  // A reading within the healthy spread (under the clearing z) after this many slow retests does not
+  // clear an edge suspicion, where noise asks no more readings for it (forgives_low); a second one
+  // does (evidence_edges.cpp).
+  static constexpr int kForgivenAfter = 3;
+  bool forgiven_low(const LinkData& l) const;  // one such reading was forgiven, none cleared it
   void mark_pair_only(int a, int b);  // a pair-opened link read fine in a group becomes pair-only
   // A pair-only link (LinkData::pair_only), decided on pair tests alone.
   void decide_pair_only_link(int a, int b);
@@ -406,6 +411,7 @@ struct Planner::Impl : Setup, Evidence {
   double pair_slow_rate() const;           // p_pair: pair tests between known-good nodes slow; -1 too few
   bool base_rate_pair(const PairTest& t) const;  // a pair test p_pair counts
   int edge_readings_needed() const;        // slow re-readings that confirm an edge suspicion
+  bool forgives_low() const;               // ... the same number with one fast reading forgiven
   int sightings_needed() const;            // slow readings outside opening groups that open one
   int link_votes_needed() const;           // pair-test votes that confirm a link candidate
   int node_votes_needed() const;           // distinct known-good partners that make a node slow

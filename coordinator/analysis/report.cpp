@@ -160,7 +160,8 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
                            : "its edge retests ran out short of the " + std::to_string(edge_readings_needed()) +
                                  " slow readings that confirm a link";
     const std::string votes = edges_short ? std::to_string(l.edge_slow - 1) + " of " + std::to_string(l.edge_z.size()) +
-                                                " later edge reading(s) slow, none within the healthy spread,"
+                                                " later edge reading(s) slow, " +
+                                                (forgiven_low(l) ? "one" : "none") + " within the healthy spread,"
                                           : std::to_string(l.slow_pair_tests.size() + l.group_votes) + " slow vote(s), " +
                                                 std::to_string(l.fast_pair_tests) + " fast pair test(s)";
     nlohmann::json evidence = {{"slow_pair_tests", pairs}, {"group_votes", l.group_votes},

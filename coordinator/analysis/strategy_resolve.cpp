@@ -41,8 +41,10 @@ int edge_retests(const Planner::Impl& s) {
 // retests ran out: 8 of the 11 links missed in 100 diluted campaigns at 4,096 nodes.
 constexpr int kSpareRetests = 2;
 
+// A forgiven reading within the healthy spread (evidence_edges.cpp) buys one more too.
 int edge_retests(const Planner::Impl& s, const LinkData& l) {
-  return edge_retests(s) + std::min(Planner::Impl::between_readings(l), kSpareRetests);
+  return edge_retests(s) + std::min(Planner::Impl::between_readings(l), kSpareRetests) +
+         (s.forgiven_low(l) ? 1 : 0);
 }
 
 // A candidate from slow pair tests is retested inside an all-to-all group too, once groups report
