@@ -347,8 +347,8 @@ bool Planner::Impl::decide_edge_link(int a, int b) {
   auto& l = links[{a, b}];
   if (l.pair_only || l.edge_slow == 0 || l.edge_z.empty()) return false;
   const auto hi = std::count_if(l.edge_z.begin(), l.edge_z.end(), [](double z) { return z >= kDecideZ; });
-  const auto low = low_readings(l.edge_z);
-  if (low.lows >= 2 || (low.lows == 1 && (low.slow_before < kForgivenAfter || !forgives_low()))) {
+  const bool low = std::any_of(l.edge_z.begin(), l.edge_z.end(), [](double z) { return z < kClearZ; });
+  if (low && !forgiven_low(l)) {
     l.cleared = true;
     note(link_id(a, b) + " is within its group's edges on retest: the earlier slow edge was noise");
   } else if (hi >= std::max<std::ptrdiff_t>(kConfirmReadings, edge_readings_needed())) {

@@ -114,19 +114,27 @@ double Planner::Impl::pair_slow_rate() const {
 // 2 false links in about 900 campaigns at 3,000-4,096 nodes (seed 68 intermittent, seed 150
 // healthy): 1e-3 per campaign is one in 1,000, not none.
 int Planner::Impl::edge_readings_needed() const {
+  const double q = edge_slow_odds();
+  if (q < 0.0) return 3;
+  return noise::repeats_needed(q, static_cast<double>(noise.opened), 3, kEdgeReadingsAlpha);
+}
+
+// q = p_hi / (p_hi + p_lo): a noise reading that decides an edge suspicion confirms rather than
+// clears it. -1 while the rates are unknown or no reading was slow.
+double Planner::Impl::edge_slow_odds() const {
   const double hi = edge_slow_rate(), lo = edge_fast_rate();
-  if (hi <= 0.0 || lo < 0.0) return 3;
-  return noise::repeats_needed(hi / (hi + lo), static_cast<double>(noise.opened), 3, kEdgeReadingsAlpha);
+  return hi <= 0.0 || lo < 0.0 ? -1.0 : hi / (hi + lo);
 }
 
 // Forgiving one fast reading after kForgivenAfter slow ones raises the chance that noise confirms a
-// suspicion by 1 + (k - kForgivenAfter)(1 - q): at 16,384 nodes (k = 6) still within kEdgeAlpha, at
-// 1,024 (k = 4, 8,000 suspicions) past it, where forgiving would ask a fifth reading of every link.
-// So it forgives only where it asks no more readings than the rule that forgives nothing.
+// suspicion by 1 + (k - kForgivenAfter)(1 - q): at 16,384 nodes (k = 6) still within
+// kEdgeReadingsAlpha, at 1,024 (k = 4, 8,000 suspicions) past it, where forgiving would ask a fifth
+// reading of every link. So it forgives only where it asks no more readings than the rule that
+// forgives nothing.
 bool Planner::Impl::forgives_low() const {
-  const double hi = edge_slow_rate(), lo = edge_fast_rate();
-  if (hi <= 0.0 || lo < 0.0) return false;
-  return noise::repeats_needed_one_miss(hi / (hi + lo), static_cast<double>(noise.opened), 3, kForgivenAfter,
+  const double q = edge_slow_odds();
+  if (q < 0.0) return false;
+  return noise::repeats_needed_one_miss(q, static_cast<double>(noise.opened), 3, kForgivenAfter,
                                         kEdgeReadingsAlpha) <= edge_readings_needed();
 }
 

@@ -6,14 +6,18 @@
 
 namespace kiln::analysis::noise {
 
+namespace {
+// The most repeats or votes any rule asks: in effect, no number of them will do.
+constexpr int kMaxRepeats = 64;
+}  // namespace
+
 int repeats_needed(double q, double tests, int floor, double alpha) {
   if (!(q > 0.0 && q < 1.0) || tests < 1.0) return floor;
   const double k = std::ceil(std::log(alpha / tests) / std::log(q));
-  return std::max(floor, static_cast<int>(std::min(k, 64.0)));
+  return std::max(floor, static_cast<int>(std::min(k, static_cast<double>(kMaxRepeats))));
 }
 
 int repeats_needed_one_miss(double q, double tests, int floor, int guard, double alpha) {
-  constexpr int kMaxRepeats = 64;
   if (!(q > 0.0 && q < 1.0) || tests < 1.0) return floor;
   int k = std::max(1, floor);
   auto chance = [&](int r) { return std::pow(q, r) * (1.0 + std::max(0, r - guard) * (1.0 - q)); };
@@ -22,11 +26,10 @@ int repeats_needed_one_miss(double q, double tests, int floor, int guard, double
 }
 
 int votes_needed(double p, double tests, int floor, double alpha) {
-  constexpr int kMaxVotes = 64;  // as repeats_needed: in effect, no number of votes will do
   if (!(p > 0.0) || tests < 1.0) return floor;
-  if (p >= 0.5) return std::max(floor, kMaxVotes);  // k votes of 2k-1 tests is then no rarer than not
+  if (p >= 0.5) return std::max(floor, kMaxRepeats);  // k votes of 2k-1 tests is then no rarer than not
   int k = std::max(1, floor);
-  while (k < kMaxVotes && tests * binomial_tail(k, 2 * k - 1, p) > alpha) ++k;
+  while (k < kMaxRepeats && tests * binomial_tail(k, 2 * k - 1, p) > alpha) ++k;
   return k;
 }
 

@@ -410,6 +410,7 @@ struct Planner::Impl : Setup, Evidence {
   double edge_fast_rate() const;           // p_lo: clean edge readings fast
   double pair_slow_rate() const;           // p_pair: pair tests between known-good nodes slow; -1 too few
   bool base_rate_pair(const PairTest& t) const;  // a pair test p_pair counts
+  double edge_slow_odds() const;           // q = p_hi / (p_hi + p_lo); -1 unknown
   int edge_readings_needed() const;        // slow re-readings that confirm an edge suspicion
   bool forgives_low() const;               // ... the same number with one fast reading forgiven
   int sightings_needed() const;            // slow readings outside opening groups that open one
