@@ -35,15 +35,22 @@ int edge_retests(const Planner::Impl& s) {
 }
 
 // A retest that read between the clearing and the deciding z says nothing either way (the confirm
-// rule's false rate counts decisive readings only, evidence_noise.cpp), so up to kSpareRetests of them
-// buy one more retest each. Without them a 1.25x link that read slow in 3 of 4 retests and in between
-// once (z 2.4: it does so about one time in 40) was dropped undecided and unreported when its
+// rule's false rate counts decisive readings only, evidence_noise.cpp), so up to spare_retests() of
+// them buy one more retest each. Without them a 1.25x link that read slow in 3 of 4 retests and in
+// between once (z 2.4: it does so about one time in 40) was dropped undecided and unreported when its
 // retests ran out: 8 of the 11 links missed in 100 diluted campaigns at 4,096 nodes.
+// The spares grow with the slow readings k that confirm (edge_readings_needed): k readings plus s
+// spares run out when s + 1 of the first k + s read in between, about C(k + s, s + 1) p^(s + 1),
+// which k raises. So s is k / 2, and at least kSpareRetests: 2 up to k = 5 (4,096 nodes), 3 at k = 6
+// (16,384), where a 1.25x link read slow in 5 of 8 retests and in between in 3 and was left
+// unresolved (diluted seed 97).
 constexpr int kSpareRetests = 2;
+
+int spare_retests(const Planner::Impl& s) { return std::max(kSpareRetests, s.edge_readings_needed() / 2); }
 
 // A forgiven reading within the healthy spread (evidence_edges.cpp) buys one more too.
 int edge_retests(const Planner::Impl& s, const LinkData& l) {
-  return edge_retests(s) + std::min(Planner::Impl::between_readings(l), kSpareRetests) +
+  return edge_retests(s) + std::min(Planner::Impl::between_readings(l), spare_retests(s)) +
          (s.forgiven_low(l) ? 1 : 0);
 }
 
