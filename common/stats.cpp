@@ -15,6 +15,11 @@ void require(std::span<const double> xs, const char* fn) {
 double median(std::span<const double> xs) {
   require(xs, "median");
   std::vector<double> v(xs.begin(), xs.end());
+  return median_in_place(v);
+}
+
+double median_in_place(std::vector<double>& v) {
+  require(v, "median");
   const auto n = v.size();
   auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
   std::nth_element(v.begin(), mid, v.end());

@@ -7,9 +7,11 @@
 
 namespace kiln::stats {
 
-// All functions take their input by value or span and never modify the caller's data.
-// They throw std::invalid_argument on an empty input.
+// All functions but median_in_place take their input by value or span and never modify the
+// caller's data. They throw std::invalid_argument on an empty input.
 double median(std::span<const double> xs);
+// The same median, reordering v instead of copying it: for hot loops that own a scratch vector.
+double median_in_place(std::vector<double>& v);
 double mean(std::span<const double> xs);
 // Median absolute deviation from the median (unscaled).
 double mad(std::span<const double> xs);

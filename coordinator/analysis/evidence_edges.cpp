@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/stats.hpp"
 #include "coordinator/analysis/planner_impl.hpp"
 
 namespace kiln::analysis {
@@ -54,12 +55,7 @@ constexpr std::size_t kOwnSpreadEdges = 28;
 constexpr std::size_t kEdgeSpreadCap = 4096;
 constexpr std::size_t kSpreadPerGroup = 512;
 
-double median_of(std::vector<double> v) {
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (v.size() % 2) return *mid;
-  return (*mid + *std::max_element(v.begin(), mid)) / 2.0;
-}
+double median_of(std::vector<double> v) { return stats::median_in_place(v); }
 
 // A row's level: the median of its edges but the slowest, so one slow link (2x, z 14) cannot tip a
 // short row's median over the cutoff; a slow node is slow with all of its peers, less one changes

@@ -74,7 +74,9 @@ bool uplink_slow(const LeafStats& st, std::size_t leaves) {
          st.inside_slow * 4 <= st.inside && (leaves == 2 || st.slow_into.size() >= 2);
 }
 
-double median_of(std::vector<double> v) {
+// The upper median (the larger middle value of an even count; 0 for none). The switch rules were
+// tuned with it; stats::median averages the two middle values.
+double upper_median(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -124,7 +126,7 @@ void Planner::Impl::evaluate_switches(std::int64_t round) {
     std::vector<int> leaves = {best};
     if (topology.size() == 2) leaves.push_back(1 - best);  // two leaves: whose uplink is unknowable
     declare_uplink(leaves, round, switch_evidence(best_st.inside, best_st.inside_slow, best_st.cross,
-                                                  best_st.cross_slow, median_of(best_st.cross_slowness)));
+                                                  best_st.cross_slow, upper_median(best_st.cross_slowness)));
     for (int l : leaves) declared[l] = 1;
   }
 }
@@ -165,7 +167,7 @@ std::vector<LeafEdges> leaf_edges(const GroupOutcome& o, const std::vector<int>&
   for (const auto& f : o.edges)
     if (leaf[f.a] >= 0 && leaf[f.a] == leaf[f.b]) inside.push_back(to_cost(f.value, dir));
   std::vector<LeafEdges> out(leaves);
-  base = median_of(inside);
+  base = upper_median(inside);
   if (inside.empty()) return out;
   for (const auto& f : o.edges) {
     const double c = to_cost(f.value, dir);
@@ -222,7 +224,7 @@ bool Planner::Impl::explain_leaf_rows(const GroupOutcome& o, EdgeReading& r, std
     std::vector<int> leaves = {l};
     if (topology.size() == 2) leaves.push_back(1 - l);
     auto ev = switch_evidence(e.inside, e.inside_slow, static_cast<int>(e.crossing.size()), e.crossing_slow,
-                              median_of(e.crossing) / base);
+                              upper_median(e.crossing) / base);
     ev["basis"] = "per-edge figures of one group";
     declare_uplink(leaves, round, std::move(ev));
     found.insert(found.end(), leaves.begin(), leaves.end());
