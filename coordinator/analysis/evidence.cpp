@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "coordinator/analysis/planner_impl.hpp"
 
@@ -162,6 +163,13 @@ std::vector<std::pair<int, int>> Planner::Impl::candidate_links() const {
   return out;
 }
 
+std::vector<char> Planner::Impl::candidate_ends() const {
+  std::vector<char> ends(static_cast<std::size_t>(n), 0);
+  for (const auto& [key, l] : links)
+    if (!l.cleared && good(key.first) && good(key.second)) ends[key.first] = ends[key.second] = 1;
+  return ends;
+}
+
 // Once everything else is certified clean, a slow group holding both ends of exactly one
 // candidate, and no bad or lost node, is explained by that link alone: it counts as a vote.
 void Planner::Impl::count_link_votes() {
@@ -182,7 +190,7 @@ void Planner::Impl::count_link_votes() {
       if (!other) ++votes;
     }
     l.group_votes = votes;
-    update_link(a, b, rec);
+    update_link(a, b, l, rec);
   }
 }
 
@@ -193,16 +201,19 @@ void Planner::Impl::update_links() {
     count_link_votes();
     return;
   }
-  const auto cands = candidate_links();
-  if (cands.empty()) return;
-  const auto rec = pair_records();
-  for (auto [a, b] : cands) {
+  // The candidates (candidate_links()) walked in place: deciding one changes no other, nor any
+  // node, so the walk sees the set a list made first would.
+  std::optional<std::vector<PairRecord>> rec;
+  for (auto& [key, l] : links) {
+    const auto [a, b] = key;
+    if (l.cleared || !good(a) || !good(b)) continue;
     // A link measured edge by edge is decided on its edge readings, which no slow group holding
     // both ends speaks against. (At 4,096 nodes the slow search group of every node held every
     // suspicion, so none was decided before certification: thousands of noise suspicions sat as
     // candidates and the certification sweep planned two thousand rounds around them.)
-    const auto& l = links.at({a, b});
-    if (l.edge_slow + l.edge_fast > 0 || !has_group_evidence(a, b)) update_link(a, b, rec);
+    if (l.edge_slow + l.edge_fast == 0 && has_group_evidence(a, b)) continue;
+    if (!rec) rec = pair_records();
+    update_link(a, b, l, *rec);
   }
 }
 
@@ -225,12 +236,11 @@ int Planner::Impl::link_votes(const LinkData& l) const {
 // Undecided while an end is watched (slow with other clean partners since it was fast): an
 // intermittently slow node makes each of its pair tests slow in turn, and its links would be
 // confirmed before the node is judged.
-void Planner::Impl::update_link(int a, int b, const std::vector<PairRecord>& rec) {
-  auto& l = links[{a, b}];
+void Planner::Impl::update_link(int a, int b, LinkData& l, const std::vector<PairRecord>& rec) {
   if (l.confirmed || l.cleared) return;
-  mark_pair_only(a, b);
+  mark_pair_only(a, b, l);
   if (watched(a, rec[a]) || watched(b, rec[b])) return;
-  if (decide_edge_link(a, b)) return;
+  if (decide_edge_link(a, b, l)) return;
   if (l.pair_only) {
     decide_pair_only_link(a, b);
     return;

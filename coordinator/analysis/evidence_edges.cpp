@@ -61,8 +61,11 @@ double median_of(std::vector<double> v) { return stats::median_in_place(v); }
 // short row's median over the cutoff; a slow node is slow with all of its peers, less one changes
 // nothing. Rows of kMinRow keep every edge.
 double row_level(std::vector<double> zs) {
-  if (zs.size() > kMinRow) zs.erase(std::max_element(zs.begin(), zs.end()));
-  return median_of(std::move(zs));
+  if (zs.size() > kMinRow) {
+    std::iter_swap(std::max_element(zs.begin(), zs.end()), zs.end() - 1);
+    zs.pop_back();
+  }
+  return stats::median_in_place(zs);
 }
 
 // What a group's edge spread may not fall below: the edges' own spread pooled over the groups read
@@ -138,6 +141,8 @@ std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& 
     return std::find(skip.begin(), skip.end(), e.a) != skip.end() || std::find(skip.begin(), skip.end(), e.b) != skip.end();
   };
   std::vector<double> logs, base;
+  logs.reserve(o.edges.size());
+  base.reserve(o.edges.size());
   for (const auto& e : o.edges) {
     logs.push_back(std::log(to_cost(e.value, rules.direction)));
     if (!skipped(e)) base.push_back(logs.back());
@@ -145,11 +150,13 @@ std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& 
   if (base.size() < kMinMembers * (kMinMembers - 1) / 2) base = logs;
   const double m = median_of(base);
   std::vector<double> dev;
+  dev.reserve(base.size());
   for (double x : base) dev.push_back(std::abs(x - m));
   const double pair_floor = base.size() >= kOwnSpreadEdges ? 0.0 : floor.pairs;
   const double sigma = std::max({kMadToSigma * median_of(dev), rules.min_rel_sigma, floor.edges, pair_floor});
   if (devs) *devs = std::move(dev);
   std::vector<ScoredEdge> out;
+  out.reserve(logs.size());
   for (std::size_t i = 0; i < logs.size(); ++i) {
     const auto [a, b] = std::minmax(o.edges[i].a, o.edges[i].b);
     out.push_back({a, b, (logs[i] - m) / sigma, std::exp(logs[i] - m)});
@@ -172,21 +179,28 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   EdgeReading r;
   auto scored = score_edges(o, cfg.outliers, floor, {}, &r.deviations);
   const double zc = cfg.outliers.z_cutoff;
-  auto rows_of = [&g](const std::vector<ScoredEdge>& edges) {
+  // Each member's row level (row_level), or NaN for a row too short to judge.
+  auto row_levels = [&g](const std::vector<ScoredEdge>& edges) {
     std::unordered_map<int, std::vector<double>> row_z(2 * g.size());
+    for (int u : g) row_z[u].reserve(g.size());
     for (const auto& e : edges) row_z[e.a].push_back(e.z), row_z[e.b].push_back(e.z);
-    return row_z;
+    std::unordered_map<int, double> level(2 * g.size());
+    for (int u : g) {
+      if (level.count(u)) continue;
+      auto& zs = row_z[u];
+      level[u] = zs.size() >= kMinRow ? row_level(std::move(zs)) : std::numeric_limits<double>::quiet_NaN();
+    }
+    return level;
   };
-  auto row_z = rows_of(scored);
+  auto level = row_levels(scored);
   // Rows leaning slow are left out of the baseline before any row is judged: a 1.25x node's row
   // is a quarter of a group of 8's edges and widens the spread it is judged against.
   std::vector<int> leaning;
   for (int u : g)
-    if (row_z[u].size() >= kMinRow && row_level(row_z[u]) >= kLeanZ) leaning.push_back(u);
-  if (!leaning.empty()) row_z = rows_of(score_edges(o, cfg.outliers, floor, leaning));
+    if (!std::isnan(level[u]) && level[u] >= kLeanZ) leaning.push_back(u);
+  if (!leaning.empty()) level = row_levels(score_edges(o, cfg.outliers, floor, leaning));
   for (int u : g) {
-    const auto& zs = row_z[u];
-    if (zs.size() < kMinRow || row_level(zs) < zc / 2) continue;
+    if (std::isnan(level[u]) || level[u] < zc / 2) continue;
     r.slow_rows.push_back(u);
   }
   // The other edges judged again against a baseline and spread of edges between fine rows only:
@@ -196,6 +210,7 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   auto in_row = [&](int u) { return std::find(r.slow_rows.begin(), r.slow_rows.end(), u) != r.slow_rows.end(); };
   r.suspect = suspect;
   const auto known_here = known_links_among(links, n, g);
+  r.clean.reserve(scored.size());
   for (const auto& e : scored) {
     const bool slow = e.z >= zc && e.slowness >= kMinEdgeSlowness;
     if (in_row(e.a) || in_row(e.b)) {
@@ -295,8 +310,7 @@ std::vector<std::pair<int, int>> Planner::Impl::record_sightings(const EdgeReadi
 // all-to-all and what one pair test pushes slows pair tests only, so only they can clear it. Up to 256 nodes, where
 // pair candidates are retested inside groups (strategy_resolve.cpp); past that they are retested as
 // pairs anyway.
-void Planner::Impl::mark_pair_only(int a, int b) {
-  auto& l = links[{a, b}];
+void Planner::Impl::mark_pair_only(int a, int b, LinkData& l) {
   if (l.pair_only || !l.opened_by_pair || !edges_seen || n > kSmallEdgeCluster || l.edge_fast == 0) return;
   // Once it is an edge suspicion (retest_edge_links), only a clearly fine reading (z < kClearZ): one
   // in between leaves it to its group retests, where a link that slows every byte shows and a 1.25x
@@ -339,8 +353,7 @@ bool Planner::Impl::forgiven_low(const LinkData& l) const {
   return r.lows == 1 && r.slow_before >= kForgivenAfter && forgives_low();
 }
 
-bool Planner::Impl::decide_edge_link(int a, int b) {
-  auto& l = links[{a, b}];
+bool Planner::Impl::decide_edge_link(int a, int b, LinkData& l) {
   if (l.pair_only || l.edge_slow == 0 || l.edge_z.empty()) return false;
   const auto hi = std::count_if(l.edge_z.begin(), l.edge_z.end(), [](double z) { return z >= kDecideZ; });
   const bool low = std::any_of(l.edge_z.begin(), l.edge_z.end(), [](double z) { return z < kClearZ; });

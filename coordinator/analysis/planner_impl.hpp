@@ -357,8 +357,11 @@ struct Planner::Impl : Setup, Evidence {
   void mark_lost(int u, std::int64_t round);
   std::vector<int> nodes_needing_test() const;
   std::vector<std::pair<int, int>> candidate_links() const;
+  // A mark per node that is an end of a candidate link: one walk of `links`, without the list
+  // (at 16,384 nodes a million noise suspicions are candidates).
+  std::vector<char> candidate_ends() const;
   bool has_group_evidence(int a, int b) const;
-  void update_link(int a, int b, const std::vector<PairRecord>& rec);
+  void update_link(int a, int b, LinkData& l, const std::vector<PairRecord>& rec);  // l: links[{a, b}]
   void count_link_votes();
   bool is_vote(std::int64_t round) const;  // evidence.cpp: a slow test there is a vote
   std::vector<int> voting_partners(int u) const;
@@ -377,14 +380,14 @@ struct Planner::Impl : Setup, Evidence {
   void pool_deviations(const std::vector<double>& devs);
   std::vector<std::pair<int, int>> record_sightings(const EdgeReading& r);
   // A link opened by a slow edge, decided on its later edge readings; false if they cannot yet.
-  bool decide_edge_link(int a, int b);
+  bool decide_edge_link(int a, int b, LinkData& l);
   static int between_readings(const LinkData& l);  // edge_z between the clearing and the deciding z
   // A reading within the healthy spread (under the clearing z) after this many slow retests does not
   // clear an edge suspicion, where noise asks no more readings for it (forgives_low); a second one
   // does (evidence_edges.cpp).
   static constexpr int kForgivenAfter = 3;
   bool forgiven_low(const LinkData& l) const;  // one such reading was forgiven, none cleared it
-  void mark_pair_only(int a, int b);  // a pair-opened link read fine in a group becomes pair-only
+  void mark_pair_only(int a, int b, LinkData& l);  // a pair-opened link read fine in a group becomes pair-only
   // A pair-only link (LinkData::pair_only), decided on pair tests alone.
   void decide_pair_only_link(int a, int b);
   int pair_only_votes() const;               // pair retests reading slow that confirm a pair-only link

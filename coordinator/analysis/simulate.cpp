@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -203,6 +206,13 @@ void print_table(const SimulateOptions& opt, const nlohmann::json& j, std::ostre
 }  // namespace
 
 int run_simulate(const SimulateOptions& in, std::ostream& out) {
+#if defined(__GLIBC__)
+  // Freed memory stays in the heap. Each group of 1,024 allocates and frees vectors of half a
+  // million edge figures; with glibc's defaults those went back to the kernel at every free, and
+  // every group paid page faults for fresh zeroed pages: 34 s -> 28.5 s for an 8,192-node trial.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's ceiling on 64-bit
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
   SimulateOptions opt;
   try {
     opt = make_layout(in).opt;

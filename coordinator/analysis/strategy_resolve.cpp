@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -64,7 +65,7 @@ bool edge_retestable(const Planner::Impl& s, const LinkData& l) {
 
 struct PartnerPool {
   std::vector<int> good;     // known-good nodes, shuffled
-  std::set<int> link_ends;   // ends of link candidates
+  std::vector<char> link_ends;  // a mark per end of a link candidate
   std::size_t cursor = 0;    // where the next suspect starts looking
 };
 
@@ -82,7 +83,7 @@ int pick_partner(const Planner::Impl& s, const RoundDraft& round, int u, Partner
   const auto& good = pool.good;
   for (std::size_t k = 0; k < good.size(); ++k) {
     const int g = good[(pool.cursor + k) % good.size()];
-    if (untried(g) && !pool.link_ends.count(g)) {
+    if (untried(g) && !pool.link_ends[g]) {
       pool.cursor = (pool.cursor + k + 1) % good.size();
       return g;
     }
@@ -122,7 +123,7 @@ int row_suspects(Planner::Impl& s, RoundDraft& round, const std::vector<int>& ne
   std::vector<int> pad;  // taken from the back: link ends first, so they go last
   for (bool ends : {true, false})
     for (int g : pool.good)
-      if (!round.busy[g] && pool.link_ends.count(g) == (ends ? 1u : 0u) &&
+      if (!round.busy[g] && (pool.link_ends[g] != 0) == ends &&
           std::find(needs.begin(), needs.end(), g) == needs.end())
         pad.push_back(g);
   for (std::size_t i = 0; i < todo.size(); i += kRowSuspects) {
@@ -152,7 +153,7 @@ int pair_suspects(Planner::Impl& s, RoundDraft& round) {
   for (int u = 0; u < s.n; ++u)
     if (s.good(u)) pool.good.push_back(u);
   std::shuffle(pool.good.begin(), pool.good.end(), s.rng);
-  for (auto [a, b] : s.candidate_links()) pool.link_ends.insert({a, b});
+  pool.link_ends = s.candidate_ends();
   int paired = 0;
   const auto needs = s.nodes_needing_test();
   std::vector<char> placed(static_cast<std::size_t>(s.n), 0);
@@ -184,7 +185,7 @@ int pair_suspects(Planner::Impl& s, RoundDraft& round) {
   // fast in one (up to pair_checks()), so a slow end (a port capped above an all-to-all's rate per
   // rank, which its rows do not reach) is told apart from a slow link. Its rows may have used up its
   // resolution tests: these are counted apart.
-  for (auto [a, b] : s.candidate_links()) {
+  for (auto [a, b] : s.pair_only_links > 0 ? s.candidate_links() : std::vector<std::pair<int, int>>{}) {
     const auto& l = s.links.at({a, b});
     // Only once a pair retest read slow again: most pair-only links are a noise pair, cleared by
     // their first retest, and checking their ends too cost rounds in healthy campaigns.
@@ -304,7 +305,9 @@ std::int64_t retest_weight(const Planner::Impl& s, const LinkData& l) {
 // untested: at 4,096 nodes the last 4,000 of 80,000 noise suspicions took fifteen rounds.
 int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
   std::vector<std::pair<std::pair<int, int>, LinkData*>> due;
-  std::map<int, std::vector<std::pair<int, std::int64_t>>> adj;  // end -> (other end, weight)
+  // Per node, indexed by node (maps keyed by node took a tenth of a 16,384-node trial).
+  const auto n = static_cast<std::size_t>(s.n);
+  std::vector<std::vector<std::pair<int, std::int64_t>>> adj(n);  // end -> (other end, weight)
   const bool late = first_retests_over(s);
   const bool ranked = s.search.cover_affine;
   long skipped = 0;
@@ -345,56 +348,74 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
       if (!s.noise_single(*l)) again.push_back(k);
   std::size_t again_next = 0;
   std::vector<std::vector<int>> groups;
-  std::map<int, int> group_of;
-  std::map<int, std::int64_t> left;  // weight of an unplaced end's due suspicions to other unplaced ends
-  for (const auto& [u, nb] : adj)
-    for (const auto& [v, w] : nb) left[u] += w;
-  while (!left.empty()) {
+  std::vector<int> group_of(n, -1);
+  // Unplaced ends (unplaced[u]), with the weight of their due suspicions to other unplaced ends.
+  std::vector<char> unplaced(n, 0);
+  std::vector<std::int64_t> left(n, 0);
+  std::size_t unplaced_count = 0;
+  for (std::size_t u = 0; u < n; ++u)
+    for (const auto& [v, w] : adj[u]) {
+      left[u] += w;
+      if (!unplaced[u]) unplaced[u] = 1, ++unplaced_count;
+    }
+  std::vector<std::int64_t> gain(n, 0);  // unplaced end -> weight of its suspicions into the group grown
+  std::vector<int> gained;               // ends whose gain is set, reset for the next group
+  while (unplaced_count > 0) {
     groups.emplace_back();
     auto& g = groups.back();
     const int id = static_cast<int>(groups.size()) - 1;
-    std::map<int, std::int64_t> gain;  // unplaced end -> weight of its suspicions into this group
+    for (int v : gained) gain[static_cast<std::size_t>(v)] = 0;
+    gained.clear();
     std::set<std::pair<std::int64_t, int>> frontier;  // (-gain, end)
     auto place = [&](int u) {
-      left.erase(u);
+      unplaced[u] = 0, --unplaced_count;
       frontier.erase({-gain[u], u});
       group_of[u] = id;
       g.push_back(u);
       for (const auto& [v, w] : adj[u]) {
-        if (!left.count(v)) continue;
+        if (!unplaced[v]) continue;
         left[v] -= w;
         frontier.erase({-gain[v], v});
+        if (gain[v] == 0) gained.push_back(v);
         frontier.insert({-(gain[v] += w), v});
       }
     };
     for (; again_next < again.size() && g.size() + 2 <= max_group; ++again_next) {
       const auto [a, b] = again[again_next];
-      auto here_or_free = [&](int u) { return left.count(u) > 0 || group_of.at(u) == id; };
+      auto here_or_free = [&](int u) { return unplaced[u] || group_of[u] == id; };
       if (!here_or_free(a) || !here_or_free(b)) continue;  // an end went to an earlier group
-      if (left.count(a)) place(a);
-      if (left.count(b)) place(b);
+      if (unplaced[a]) place(a);
+      if (unplaced[b]) place(b);
     }
-    while (g.size() < max_group && !left.empty()) {
-      if (frontier.empty()) {  // a new seed: the unplaced end with the most suspicions left
-        place(std::max_element(left.begin(), left.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first);
+    while (g.size() < max_group && unplaced_count > 0) {
+      if (frontier.empty()) {  // a new seed: the unplaced end with the most suspicions left (the lowest such)
+        int seed = -1;
+        for (std::size_t u = 0; u < n; ++u)
+          if (unplaced[u] && (seed < 0 || left[u] > left[static_cast<std::size_t>(seed)])) seed = static_cast<int>(u);
+        place(seed);
       } else {
         place(frontier.begin()->second);
       }
     }
   }
   // Members in the order their suspicions are listed (ends by first appearance), not the growth order.
-  std::map<int, std::size_t> first;
-  for (const auto& [k, l] : due) first.emplace(k.first, first.size()), first.emplace(k.second, first.size());
-  for (auto& g : groups) std::sort(g.begin(), g.end(), [&](int a, int b) { return first.at(a) < first.at(b); });
+  constexpr std::size_t kUnlisted = std::numeric_limits<std::size_t>::max();
+  std::vector<std::size_t> first(n, kUnlisted);
+  std::size_t listed = 0;
+  for (const auto& [k, l] : due)
+    for (int u : {k.first, k.second})
+      if (first[static_cast<std::size_t>(u)] == kUnlisted) first[static_cast<std::size_t>(u)] = listed++;
+  for (auto& g : groups)
+    std::sort(g.begin(), g.end(), [&](int a, int b) { return first[static_cast<std::size_t>(a)] < first[static_cast<std::size_t>(b)]; });
   std::vector<LinkData*> taken;
   std::vector<int> held(groups.size(), 0);
   for (const auto& [k, l] : due) {
-    const int g = group_of.at(k.first);
-    if (g == group_of.at(k.second)) taken.push_back(l), ++held[static_cast<std::size_t>(g)];
+    const int g = group_of[static_cast<std::size_t>(k.first)];
+    if (g == group_of[static_cast<std::size_t>(k.second)]) taken.push_back(l), ++held[static_cast<std::size_t>(g)];
   }
   std::vector<int> pad;
   for (int u = 0; u < s.n; ++u)
-    if (s.good(u) && !round.busy[u] && !group_of.count(u)) pad.push_back(u);
+    if (s.good(u) && !round.busy[u] && group_of[static_cast<std::size_t>(u)] < 0) pad.push_back(u);
   for (std::size_t i = 0; i < groups.size(); ++i) {
     if (held[i] == 0) continue;  // its ends' suspicions all cross to other groups: they wait
     auto& g = groups[i];

@@ -337,11 +337,10 @@ void launch_link_search(Planner::Impl& s, RoundDraft& round) {
 void sweep_idle(Planner::Impl& s, RoundDraft& round) {
   if (s.cfg.mode != Mode::Adaptive || !s.search.launched || s.search.items.empty() || round.empty())
     return;
-  std::set<int> ends;
-  for (auto [a, b] : s.candidate_links()) ends.insert({a, b});
+  const auto ends = s.candidate_ends();
   std::vector<int> idle;
   for (int u = 0; u < s.n; ++u)
-    if (s.good(u) && !round.busy[u] && s.nodes[u].item < 0 && !ends.count(u)) idle.push_back(u);
+    if (s.good(u) && !round.busy[u] && s.nodes[u].item < 0 && !ends[u]) idle.push_back(u);
   if (idle.size() < 3 || idle.size() <= s.search.idle_tested) return;
   s.search.idle_tested = idle.size();
   const int id = s.add_item(Item{0, {Block{idle, {}}}, false, "idle-sweep"});
