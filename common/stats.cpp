@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 
 namespace kiln::stats {
 namespace {
@@ -12,14 +14,62 @@ void require(std::span<const double> xs, const char* fn) {
 }
 }  // namespace
 
+namespace {
+// Inputs at least this long take bracketed(): a per-edge group of 1,024 has 523,776 figures, and
+// std::nth_element over them (twice per group) was a seventh of a 16,384-node simulation.
+constexpr std::size_t kBracketFrom = 16384;
+
+// The order statistics of ranks k-1 and k (0-based; 1 <= k < n) of a large input, without moving
+// it: the values between two pivots from a strided sample of 4,096 (256 sample ranks either side of
+// where rank k falls, 8 of the sample's standard errors) are kept in one pass, and the two ranks are
+// selected exactly among them. The values are the input's own, so any selection gives the same
+// ones. nullopt when the bracket missed them or a value is NaN: the caller selects over the whole.
+std::optional<std::pair<double, double>> bracketed(std::span<const double> xs, std::size_t k) {
+  constexpr std::size_t kSample = 4096;
+  constexpr std::size_t kMargin = 256;
+  const std::size_t n = xs.size();
+  const std::size_t step = n / kSample;
+  std::vector<double> sample;
+  sample.reserve(kSample);
+  for (std::size_t i = 0; i < kSample; ++i) sample.push_back(xs[i * step]);
+  if (std::any_of(sample.begin(), sample.end(), [](double x) { return std::isnan(x); })) return std::nullopt;
+  std::sort(sample.begin(), sample.end());
+  const std::size_t at = k * kSample / n;
+  const double lo = sample[at > kMargin ? at - kMargin : 0];
+  const double hi = sample[std::min(kSample - 1, at + kMargin)];
+  std::size_t below = 0, above = 0;
+  std::vector<double> mid;
+  mid.reserve(n / 8);
+  for (double x : xs) {
+    if (x < lo) ++below;
+    else if (x > hi) ++above;
+    else if (x <= hi) mid.push_back(x);
+  }
+  if (below + above + mid.size() != n || k - 1 < below || k >= below + mid.size()) return std::nullopt;
+  const auto kth = mid.begin() + static_cast<std::ptrdiff_t>(k - below);
+  std::nth_element(mid.begin(), kth, mid.end());
+  return std::pair{*std::max_element(mid.begin(), kth), *kth};
+}
+
+// The median of a large input from bracketed(), or nullopt.
+std::optional<double> bracketed_median(std::span<const double> xs) {
+  if (xs.size() < kBracketFrom) return std::nullopt;
+  const auto r = bracketed(xs, xs.size() / 2);
+  if (!r) return std::nullopt;
+  return xs.size() % 2 == 1 ? r->second : (r->first + r->second) / 2.0;
+}
+}  // namespace
+
 double median(std::span<const double> xs) {
   require(xs, "median");
+  if (const auto m = bracketed_median(xs)) return *m;
   std::vector<double> v(xs.begin(), xs.end());
   return median_in_place(v);
 }
 
 double median_in_place(std::vector<double>& v) {
   require(v, "median");
+  if (const auto m = bracketed_median(v)) return *m;
   const auto n = v.size();
   auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
   std::nth_element(v.begin(), mid, v.end());

@@ -204,8 +204,9 @@ void Planner::Impl::update_links() {
   // The candidates (candidate_links()) walked in place: deciding one changes no other, nor any
   // node, so the walk sees the set a list made first would.
   std::optional<std::vector<PairRecord>> rec;
-  for (auto& [key, l] : links) {
-    const auto [a, b] = key;
+  for (auto* e : link_walk.of(links)) {
+    const auto [a, b] = e->first;
+    auto& l = e->second;
     if (l.cleared || !good(a) || !good(b)) continue;
     // A link measured edge by edge is decided on its edge readings, which no slow group holding
     // both ends speaks against. (At 4,096 nodes the slow search group of every node held every

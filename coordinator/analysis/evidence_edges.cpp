@@ -10,8 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
-#include <unordered_set>
+#include <optional>
 
 #include "common/stats.hpp"
 #include "coordinator/analysis/planner_impl.hpp"
@@ -55,7 +54,7 @@ constexpr std::size_t kOwnSpreadEdges = 28;
 constexpr std::size_t kEdgeSpreadCap = 4096;
 constexpr std::size_t kSpreadPerGroup = 512;
 
-double median_of(std::vector<double> v) { return stats::median_in_place(v); }
+double median_of(const std::vector<double>& v) { return stats::median(v); }
 
 // A row's level: the median of its edges but the slowest, so one slow link (2x, z 14) cannot tip a
 // short row's median over the cutoff; a slow node is slow with all of its peers, less one changes
@@ -93,24 +92,41 @@ std::vector<char> member_marks(int n, const std::vector<int>& g) {
   return member;
 }
 
-std::uint64_t link_code(int a, int b) {  // a < b
-  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
-}
+// The link suspicions with both ends among g: a bit per pair of members, since a group of 1,024
+// reads 523,776 edges and a hash set of the suspicions among them, looked up per edge, was a tenth
+// of a 16,384-node trial. Each member's links as the low end are one range of the ordered map, so
+// this walks them once instead of looking up every edge in the whole map (those lookups were
+// about half of an 8,192-node trial, with hundreds of thousands of suspicions and groups of 512).
+class KnownAmong {
+ public:
+  KnownAmong(const LinkMap& links, int n, const std::vector<int>& g)
+      : pos_(static_cast<std::size_t>(n), -1), size_(g.size()) {
+    if (links.empty()) return;
+    for (std::size_t i = 0; i < g.size(); ++i)
+      if (g[i] >= 0 && g[i] < n) pos_[static_cast<std::size_t>(g[i])] = static_cast<int>(i);
+    bits_.assign((size_ * size_ + 63) / 64, 0);
+    for (int u : g)
+      for (auto it = links.lower_bound({u, std::numeric_limits<int>::min()}); it != links.end() && it->first.first == u; ++it)
+        if (const auto k = index(u, it->first.second)) bits_[*k / 64] |= std::uint64_t{1} << (*k % 64);
+  }
+  // a < b, both members.
+  bool has(int a, int b) const {
+    if (bits_.empty()) return false;
+    const auto k = index(a, b);
+    return k && (bits_[*k / 64] >> (*k % 64) & 1U) != 0;
+  }
 
-// The link suspicions with both ends among g, as link_code()s: each member's links as the low end
-// are one range of the ordered map, so this walks them once instead of looking up every edge in the
-// whole map: those lookups, and record_noise's of the same edges, were about half of an 8,192-node
-// trial (60 s; 31 s now), with hundreds of thousands of suspicions and groups of 512.
-std::unordered_set<std::uint64_t> known_links_among(const std::map<std::pair<int, int>, LinkData>& links, int n,
-                                                    const std::vector<int>& g) {
-  std::unordered_set<std::uint64_t> out;
-  if (links.empty()) return out;
-  const auto member = member_marks(n, g);
-  for (int u : g)
-    for (auto it = links.lower_bound({u, std::numeric_limits<int>::min()}); it != links.end() && it->first.first == u; ++it)
-      if (member[static_cast<std::size_t>(it->first.second)]) out.insert(link_code(u, it->first.second));
-  return out;
-}
+ private:
+  std::optional<std::size_t> index(int a, int b) const {
+    if (a < 0 || b < 0 || static_cast<std::size_t>(b) >= pos_.size()) return std::nullopt;
+    const int i = pos_[static_cast<std::size_t>(a)], j = pos_[static_cast<std::size_t>(b)];
+    if (i < 0 || j < 0) return std::nullopt;
+    return static_cast<std::size_t>(i) * size_ + static_cast<std::size_t>(j);
+  }
+  std::vector<int> pos_;  // node -> its index in g, -1 for others
+  std::size_t size_;
+  std::vector<std::uint64_t> bits_;
+};
 
 }  // namespace
 
@@ -179,17 +195,18 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   EdgeReading r;
   auto scored = score_edges(o, cfg.outliers, floor, {}, &r.deviations);
   const double zc = cfg.outliers.z_cutoff;
-  // Each member's row level (row_level), or NaN for a row too short to judge.
-  auto row_levels = [&g](const std::vector<ScoredEdge>& edges) {
-    std::unordered_map<int, std::vector<double>> row_z(2 * g.size());
-    for (int u : g) row_z[u].reserve(g.size());
-    for (const auto& e : edges) row_z[e.a].push_back(e.z), row_z[e.b].push_back(e.z);
-    std::unordered_map<int, double> level(2 * g.size());
-    for (int u : g) {
-      if (level.count(u)) continue;
-      auto& zs = row_z[u];
-      level[u] = zs.size() >= kMinRow ? row_level(std::move(zs)) : std::numeric_limits<double>::quiet_NaN();
-    }
+  // Each member's row level (row_level), or NaN for a row too short to judge, by the member's
+  // place in g (row_of; edges are among members, readable_edges).
+  std::vector<int> row_of(static_cast<std::size_t>(n), -1);
+  for (std::size_t i = 0; i < g.size(); ++i) row_of[static_cast<std::size_t>(g[i])] = static_cast<int>(i);
+  auto row = [&row_of](int u) { return static_cast<std::size_t>(row_of[static_cast<std::size_t>(u)]); };
+  auto row_levels = [&](const std::vector<ScoredEdge>& edges) {
+    std::vector<std::vector<double>> row_z(g.size());
+    for (auto& zs : row_z) zs.reserve(g.size());
+    for (const auto& e : edges) row_z[row(e.a)].push_back(e.z), row_z[row(e.b)].push_back(e.z);
+    std::vector<double> level(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i)
+      level[i] = row_z[i].size() >= kMinRow ? row_level(std::move(row_z[i])) : std::numeric_limits<double>::quiet_NaN();
     return level;
   };
   auto level = row_levels(scored);
@@ -197,10 +214,10 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   // is a quarter of a group of 8's edges and widens the spread it is judged against.
   std::vector<int> leaning;
   for (int u : g)
-    if (!std::isnan(level[u]) && level[u] >= kLeanZ) leaning.push_back(u);
+    if (!std::isnan(level[row(u)]) && level[row(u)] >= kLeanZ) leaning.push_back(u);
   if (!leaning.empty()) level = row_levels(score_edges(o, cfg.outliers, floor, leaning));
   for (int u : g) {
-    if (std::isnan(level[u]) || level[u] < zc / 2) continue;
+    if (std::isnan(level[row(u)]) || level[row(u)] < zc / 2) continue;
     r.slow_rows.push_back(u);
   }
   // The other edges judged again against a baseline and spread of edges between fine rows only:
@@ -209,7 +226,7 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   if (!r.slow_rows.empty()) scored = score_edges(o, cfg.outliers, floor, r.slow_rows, &r.deviations);
   auto in_row = [&](int u) { return std::find(r.slow_rows.begin(), r.slow_rows.end(), u) != r.slow_rows.end(); };
   r.suspect = suspect;
-  const auto known_here = known_links_among(links, n, g);
+  const KnownAmong known_here(links, n, g);
   r.clean.reserve(scored.size());
   for (const auto& e : scored) {
     const bool slow = e.z >= zc && e.slowness >= kMinEdgeSlowness;
@@ -222,7 +239,7 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
       continue;
     }
     const bool high = e.z >= kDecideZ && e.slowness >= kMinEdgeSlowness;
-    const bool known = known_here.count(link_code(e.a, e.b)) > 0;
+    const bool known = known_here.has(e.a, e.b);
     r.clean.push_back({e.a, e.b, high ? 2 : e.z < kClearZ ? -1 : 0, known});
     const bool open = e.z >= std::min(zc, kOpenZ) && e.slowness >= kMinEdgeSlowness;
     if (known) r.readings.push_back({{e.a, e.b}, e.z});

@@ -208,12 +208,40 @@ struct Setup {
   std::vector<std::string> names;
 };
 
+using LinkMap = std::map<std::pair<int, int>, LinkData>;
+
+// The entries of a LinkMap in key order, for walks of every suspicion: at 16,384 nodes there are a
+// million, and walking the tree itself (a pointer chase per step) was a quarter of a trial in
+// four walks a round. Rebuilt on use once the map has grown (nothing erases from it); a copy
+// starts empty, since its pointers would be the other map's.
+class LinkWalk {
+ public:
+  LinkWalk() = default;
+  LinkWalk(const LinkWalk&) {}
+  LinkWalk& operator=(const LinkWalk&) {
+    entries_.clear();
+    return *this;
+  }
+  const std::vector<LinkMap::value_type*>& of(LinkMap& links) {
+    if (entries_.size() != links.size()) {
+      entries_.clear();
+      entries_.reserve(links.size());
+      for (auto& e : links) entries_.push_back(&e);
+    }
+    return entries_;
+  }
+
+ private:
+  std::vector<LinkMap::value_type*> entries_;
+};
+
 // What the rounds have shown, whichever strategy planned them. Findings are made from this alone.
 struct Evidence {
   Evidence(int n, bool size_invariant)
       : nodes(static_cast<std::size_t>(n)), history(size_invariant), noise(n) {}
   std::vector<NodeData> nodes;                     // per node, indexed by node
-  std::map<std::pair<int, int>, LinkData> links;   // link candidates, keyed (low, high)
+  LinkMap links;                                   // link candidates, keyed (low, high)
+  LinkWalk link_walk;                              // links' entries in order: link_walk.of(links)
   std::vector<SlowGroup> slow_groups;              // slow groups of more than two
   std::vector<PairTest> pair_tests;                // every judged pair test, in order
   std::vector<SwitchVerdict> slow_switches;        // switches whose crossing traffic is slow

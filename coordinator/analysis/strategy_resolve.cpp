@@ -153,9 +153,12 @@ int pair_suspects(Planner::Impl& s, RoundDraft& round) {
   for (int u = 0; u < s.n; ++u)
     if (s.good(u)) pool.good.push_back(u);
   std::shuffle(pool.good.begin(), pool.good.end(), s.rng);
-  pool.link_ends = s.candidate_ends();
-  int paired = 0;
   const auto needs = s.nodes_needing_test();
+  // The marks steer the partners of suspects and of pair-only links' ends; with neither, a walk of
+  // every suspicion (a million at 16,384 nodes) each round for nothing.
+  pool.link_ends = needs.empty() && s.pair_only_links == 0 ? std::vector<char>(static_cast<std::size_t>(s.n), 0)
+                                                           : s.candidate_ends();
+  int paired = 0;
   std::vector<char> placed(static_cast<std::size_t>(s.n), 0);
   if (const int rows = row_suspects(s, round, needs, pool, placed); rows > 0)
     round.explain(std::to_string(rows) + " suspect(s) timed against known-good peers inside all-to-all groups");
@@ -210,7 +213,9 @@ int pair_suspects(Planner::Impl& s, RoundDraft& round) {
 // other pair is cleared, that group may be slow for another reason, so it is no vote yet.
 int retest_links(Planner::Impl& s, RoundDraft& round) {
   int retests = 0;
-  for (auto& [key, l] : s.links) {
+  for (auto* e : s.link_walk.of(s.links)) {
+    const auto& key = e->first;
+    auto& l = e->second;
     if (l.confirmed || l.cleared || !s.good(key.first) || !s.good(key.second)) continue;
     if (l.pair_only) {
       // Decided on pair retests alone (LinkData::pair_only); its ends' pair checks go first.
@@ -312,7 +317,9 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
   const bool ranked = s.search.cover_affine;
   long skipped = 0;
   std::array<long, std::size(kRetestClassZ) + 1> skipped_by{};  // by retest_class()
-  for (auto& [key, l] : s.links) {
+  for (auto* e : s.link_walk.of(s.links)) {
+    const auto& key = e->first;
+    auto& l = e->second;
     if (l.confirmed || l.cleared || l.pair_only || l.retests >= edge_retests(s, l)) continue;
     if (l.edge_slow == 0 && !edge_retestable(s, l)) continue;
     if (late && s.noise_single(l)) {
