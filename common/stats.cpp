@@ -12,9 +12,7 @@ namespace {
 void require(std::span<const double> xs, const char* fn) {
   if (xs.empty()) throw std::invalid_argument(std::string(fn) + ": empty input");
 }
-}  // namespace
 
-namespace {
 // Inputs at least this long take bracketed(): a per-edge group of 1,024 has 523,776 figures, and
 // std::nth_element over them (twice per group) was a seventh of a 16,384-node simulation.
 constexpr std::size_t kBracketFrom = 16384;

@@ -158,15 +158,15 @@ std::vector<int> Planner::Impl::nodes_needing_test() const {
 
 std::vector<std::pair<int, int>> Planner::Impl::candidate_links() const {
   std::vector<std::pair<int, int>> out;
-  for (const auto& [key, l] : links)
-    if (!l.cleared && good(key.first) && good(key.second)) out.push_back(key);
+  for (const auto& e : links)
+    if (candidate(e)) out.push_back(e.first);
   return out;
 }
 
 std::vector<char> Planner::Impl::candidate_ends() const {
   std::vector<char> ends(static_cast<std::size_t>(n), 0);
-  for (const auto& [key, l] : links)
-    if (!l.cleared && good(key.first) && good(key.second)) ends[key.first] = ends[key.second] = 1;
+  for (const auto& e : links)
+    if (candidate(e)) ends[e.first.first] = ends[e.first.second] = 1;
   return ends;
 }
 
@@ -205,9 +205,9 @@ void Planner::Impl::update_links() {
   // node, so the walk sees the set a list made first would.
   std::optional<std::vector<PairRecord>> rec;
   for (auto* e : link_walk.of(links)) {
+    if (!candidate(*e)) continue;
     const auto [a, b] = e->first;
     auto& l = e->second;
-    if (l.cleared || !good(a) || !good(b)) continue;
     // A link measured edge by edge is decided on its edge readings, which no slow group holding
     // both ends speaks against. (At 4,096 nodes the slow search group of every node held every
     // suspicion, so none was decided before certification: thousands of noise suspicions sat as

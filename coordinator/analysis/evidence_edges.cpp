@@ -54,8 +54,6 @@ constexpr std::size_t kOwnSpreadEdges = 28;
 constexpr std::size_t kEdgeSpreadCap = 4096;
 constexpr std::size_t kSpreadPerGroup = 512;
 
-double median_of(const std::vector<double>& v) { return stats::median(v); }
-
 // A row's level: the median of its edges but the slowest, so one slow link (2x, z 14) cannot tip a
 // short row's median over the cutoff; a slow node is slow with all of its peers, less one changes
 // nothing. Rows of kMinRow keep every edge.
@@ -99,11 +97,10 @@ std::vector<char> member_marks(int n, const std::vector<int>& g) {
 // about half of an 8,192-node trial, with hundreds of thousands of suspicions and groups of 512).
 class KnownAmong {
  public:
-  KnownAmong(const LinkMap& links, int n, const std::vector<int>& g)
-      : pos_(static_cast<std::size_t>(n), -1), size_(g.size()) {
+  // pos: each node's place in g, -1 for others (read_edges' row_of).
+  KnownAmong(const LinkMap& links, const std::vector<int>& g, const std::vector<int>& pos)
+      : pos_(pos), size_(g.size()) {
     if (links.empty()) return;
-    for (std::size_t i = 0; i < g.size(); ++i)
-      if (g[i] >= 0 && g[i] < n) pos_[static_cast<std::size_t>(g[i])] = static_cast<int>(i);
     bits_.assign((size_ * size_ + 63) / 64, 0);
     for (int u : g)
       for (auto it = links.lower_bound({u, std::numeric_limits<int>::min()}); it != links.end() && it->first.first == u; ++it)
@@ -123,7 +120,7 @@ class KnownAmong {
     if (i < 0 || j < 0) return std::nullopt;
     return static_cast<std::size_t>(i) * size_ + static_cast<std::size_t>(j);
   }
-  std::vector<int> pos_;  // node -> its index in g, -1 for others
+  const std::vector<int>& pos_;
   std::size_t size_;
   std::vector<std::uint64_t> bits_;
 };
@@ -164,12 +161,12 @@ std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& 
     if (!skipped(e)) base.push_back(logs.back());
   }
   if (base.size() < kMinMembers * (kMinMembers - 1) / 2) base = logs;
-  const double m = median_of(base);
+  const double m = stats::median(base);
   std::vector<double> dev;
   dev.reserve(base.size());
   for (double x : base) dev.push_back(std::abs(x - m));
   const double pair_floor = base.size() >= kOwnSpreadEdges ? 0.0 : floor.pairs;
-  const double sigma = std::max({kMadToSigma * median_of(dev), rules.min_rel_sigma, floor.edges, pair_floor});
+  const double sigma = std::max({kMadToSigma * stats::median(dev), rules.min_rel_sigma, floor.edges, pair_floor});
   if (devs) *devs = std::move(dev);
   std::vector<ScoredEdge> out;
   out.reserve(logs.size());
@@ -183,7 +180,7 @@ std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& 
 }  // namespace
 
 double Planner::Impl::edge_sigma() const {
-  return edge_spread.size() >= kOwnSpreadEdges ? kMadToSigma * median_of(edge_spread) : 0.0;
+  return edge_spread.size() >= kOwnSpreadEdges ? kMadToSigma * stats::median(edge_spread) : 0.0;
 }
 
 EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutcome& o, bool suspect) const {
@@ -226,7 +223,7 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   if (!r.slow_rows.empty()) scored = score_edges(o, cfg.outliers, floor, r.slow_rows, &r.deviations);
   auto in_row = [&](int u) { return std::find(r.slow_rows.begin(), r.slow_rows.end(), u) != r.slow_rows.end(); };
   r.suspect = suspect;
-  const KnownAmong known_here(links, n, g);
+  const KnownAmong known_here(links, g, row_of);
   r.clean.reserve(scored.size());
   for (const auto& e : scored) {
     const bool slow = e.z >= zc && e.slowness >= kMinEdgeSlowness;

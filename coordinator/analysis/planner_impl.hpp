@@ -384,6 +384,10 @@ struct Planner::Impl : Setup, Evidence {
   void reevaluate_nodes(std::int64_t round);
   void mark_lost(int u, std::int64_t round);
   std::vector<int> nodes_needing_test() const;
+  // A link still in play: not cleared, both ends good.
+  bool candidate(const LinkMap::value_type& e) const {
+    return !e.second.cleared && good(e.first.first) && good(e.first.second);
+  }
   std::vector<std::pair<int, int>> candidate_links() const;
   // A mark per node that is an end of a candidate link: one walk of `links`, without the list
   // (at 16,384 nodes a million noise suspicions are candidates).

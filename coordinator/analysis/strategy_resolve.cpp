@@ -188,8 +188,11 @@ int pair_suspects(Planner::Impl& s, RoundDraft& round) {
   // fast in one (up to pair_checks()), so a slow end (a port capped above an all-to-all's rate per
   // rank, which its rows do not reach) is told apart from a slow link. Its rows may have used up its
   // resolution tests: these are counted apart.
-  for (auto [a, b] : s.pair_only_links > 0 ? s.candidate_links() : std::vector<std::pair<int, int>>{}) {
-    const auto& l = s.links.at({a, b});
+  if (s.pair_only_links == 0) return paired;  // none: no walk of every suspicion
+  for (const auto& e : s.links) {
+    if (!s.candidate(e)) continue;
+    const auto [a, b] = e.first;
+    const auto& l = e.second;
     // Only once a pair retest read slow again: most pair-only links are a noise pair, cleared by
     // their first retest, and checking their ends too cost rounds in healthy campaigns.
     if (!l.pair_only || l.confirmed || s.pair_only_votes_of(l) == 0) continue;
