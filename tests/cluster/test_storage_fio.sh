@@ -6,8 +6,9 @@
 # model": its slurmd (and so its job steps) is put in a cgroup of its own capping that device
 # (io.max, or blkio.throttle on cgroup v1: tests/integration/throttle_lib.sh; a cap is per cgroup,
 # shared by its processes), 50 MiB/s and 1,500 read IOPS for five nodes, 20 MiB/s and 500 IOPS for
-# node3, caps far under what the shared device gives each node under contention. The fleet comparison must name node3 alone (fleet.outlier on
-# storage.fio), and with node3 given the others' cap the same campaign has no finding.
+# node3, caps far under what the shared device gives each node under contention. The fleet
+# comparison must name node3 alone (fleet.outlier on storage.fio), and with node3 given the others'
+# cap the same campaign has no finding.
 # Each slurmd runs in a mount namespace of its own (ip netns exec), so a file system mounted after
 # the testbed came up is not seen there: the test mounts it in every node's namespace too.
 source "$(dirname "$0")/slurm_lib.sh"
@@ -29,8 +30,9 @@ for p in $node_pids; do
     || { echo "SKIP: cannot mount $THROTTLE_LOOP in the nodes' mount namespaces"; exit 77; }
 done
 home_cg=$(dirname "$THROTTLE_CG")
+CAP_BPS=52428800 CAP_IOPS=1500  # each node's "disk" but node3's (50 MiB/s)
 for p in $node_pids; do
-  throttle_cgroup "kiln-it-$$-$p" 52428800 1500 || { echo "SKIP: $THROTTLE_WHY"; exit 77; }
+  throttle_cgroup "kiln-it-$$-$p" $CAP_BPS $CAP_IOPS || { echo "SKIP: $THROTTLE_WHY"; exit 77; }
   [ "$p" = "$pid" ] && { own_cg=$THROTTLE_NEW_CG; to=$THROTTLE_CG; } || to=$THROTTLE_NEW_CG
   echo "$p" > "$to/cgroup.procs" || { echo "SKIP: cannot move slurmd $p into $to"; exit 77; }
 done
@@ -57,11 +59,12 @@ OUT="$TMP/again"
   > "$TMP/summary2.txt" 2> "$TMP/stderr2.txt"
 rc=$?
 [ $rc -eq 0 ] && pass "node3 at the others' cap: no finding (exit 0)" || { bad "exit $rc with equal caps"; cat "$TMP/summary2.txt"; }
-# The premise: the caps, not the contention, set the figures (50 MiB/s is 0.0524 GB/s).
-python3 - "$TMP/run" "$TMP/again" <<'PY' && pass "the caps set the figures" || bad "a figure above its cap"
+# The premise: the caps, not the contention, set the figures.
+python3 - $CAP_BPS $CAP_IOPS "$TMP/run" "$TMP/again" <<'PY' && pass "the caps set the figures" || bad "a figure above its cap"
 import json, sys
-cap = {"local_seq_read": 0.0524, "local_seq_write": 0.0524, "local_rand_read": 1.5}
-for run in sys.argv[1:]:
+bps, iops = float(sys.argv[1]), float(sys.argv[2])
+cap = {"local_seq_read": bps / 1e9, "local_seq_write": bps / 1e9, "local_rand_read": iops / 1e3}  # GB/s, kIOPS
+for run in sys.argv[3:]:
     rows = [json.loads(l) for l in open(run + "/results.jsonl") if l.startswith("{")]
     got = {}
     for r in rows:
