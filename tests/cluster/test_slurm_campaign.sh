@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
 # kiln run --partition debug --nodes 4 on the SLURM testbed: one worker per node, each in its own
 # namespace, results from node1..node4, verdict pass, exit 0, the job COMPLETED and nothing left.
+# The four namespaces share two cores, so a healthy pair's figure swings with the scheduler: CI once
+# saw one pair of the small-cluster localization (every pair, up to 9 tests) stay a little slow and
+# near the default 0.8 cut-off, a localize.unresolved warning that failed the verdict. This test is
+# about the SLURM path, not about judging a fabric (the drills shape one: drill_lib.sh), so it runs
+# at the testbed's cut-off of 0.5, as the exact strategy's min-effect comment describes.
 source "$(dirname "$0")/slurm_lib.sh"
 need_testbed 4
 OUT="$TMP/run"
 start=$(date +%s.%N)
 "$KILN" run --partition debug --nodes 4 --out "$OUT" \
-  --params '{"mpi.all_reduce":{"max_bytes":1048576}}' > "$TMP/summary.txt" 2> "$TMP/stderr.txt"
+  --slow-cutoff 0.5 --params '{"mpi.all_reduce":{"max_bytes":1048576}}' > "$TMP/summary.txt" 2> "$TMP/stderr.txt"
 rc=$?
 wall=$(echo "$(date +%s.%N) - $start" | bc)
 echo "4-node campaign wall time: ${wall} s"
 if [ $rc -eq 0 ]; then pass "campaign exit 0"; else
-  bad "campaign exit $rc"; cat "$TMP/summary.txt" "$TMP/stderr.txt" "$OUT"/slurm-*.out; fi
+  bad "campaign exit $rc"; cat "$TMP/summary.txt" "$TMP/stderr.txt" "$OUT"/slurm-*.out
+  # The findings with their evidence (each pair's readings): what a later failure is diagnosed from.
+  python3 -c 'import json,sys; [print(json.dumps(f)) for f in json.load(open(sys.argv[1]))["findings"]]' \
+    "$OUT/report.json" 2>&1 | cut -c1-4000; fi
 grep -qE "job [0-9]+ (PENDING|RUNNING)" "$TMP/stderr.txt" && pass "progress shows the job's state" \
   || bad "no job state in progress lines: $(head -5 "$TMP/stderr.txt")"
 python3 - "$OUT" <<'PY' && pass "results and report hold node1..node4, verdict pass" || bad "results/report content"
