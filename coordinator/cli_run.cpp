@@ -10,7 +10,6 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
-#include <sstream>
 
 #include "common/auth.hpp"
 #include "common/checks.hpp"
@@ -18,6 +17,7 @@
 #include "common/hostlist.hpp"
 #include "common/ingested.hpp"
 #include "common/net.hpp"
+#include "common/text.hpp"
 #include "coordinator/cli.hpp"
 #include "coordinator/expectations.hpp"
 #include "coordinator/history.hpp"
@@ -35,14 +35,6 @@ int fail(const std::string& msg) {
   return 2;
 }
 
-namespace {
-// A fraction as --help shows its default: 0.8, not 0.80000000000000004.
-std::string shown(double v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
-}  // namespace
 
 fs::path self_dir() {
   std::error_code ec;
@@ -130,7 +122,7 @@ po::options_description run_options(RunConfig& c) {
        "seconds a localization group may take before it counts as slow")
       ("localize-mode", po::value(&c.localize.mode)->default_value(c.localize.mode),
        "adaptive (group testing, O(log N) rounds) or full (every pair, circle method, with retests)")
-      ("slow-cutoff", po::value(&c.localize.rel_cutoff)->default_value(c.localize.rel_cutoff, shown(c.localize.rel_cutoff)),
+      ("slow-cutoff", po::value(&c.localize.rel_cutoff)->default_value(c.localize.rel_cutoff, short_number(c.localize.rel_cutoff)),
        "a group is slow below this fraction of the expected figure (peers' median or spec)")
       ("votes", po::value(&c.localize.votes)->default_value(c.localize.votes),
        "independent slow observations needed before a node or link finding")
@@ -149,7 +141,7 @@ po::options_description run_options(RunConfig& c) {
       ("no-history", po::bool_switch(&c.no_history), "neither record the run nor compare it with earlier runs")
       ("regression-runs", po::value(&c.regression_runs)->default_value(c.regression_runs),
        "node.regressed: compare each node's figures with the median of its last K recorded runs (at least 2 needed)")
-      ("regression-threshold", po::value(&c.regression_threshold)->default_value(c.regression_threshold, shown(c.regression_threshold)),
+      ("regression-threshold", po::value(&c.regression_threshold)->default_value(c.regression_threshold, short_number(c.regression_threshold)),
        "node.regressed: a figure worse than that median by more than this fraction");
   return desc;
 }

@@ -6,7 +6,7 @@
 # near the default 0.8 cut-off, a localize.unresolved warning that failed the verdict. This test is
 # about the SLURM path, not about judging a fabric (the drills shape one: drill_lib.sh), so it runs
 # at the testbed's cut-off of 0.5, as the exact strategy's min-effect comment describes.
-source "$(dirname "$0")/slurm_lib.sh"
+source "$(dirname "$0")/localize_lib.sh"  # slurm_lib.sh, and show_evidence
 need_testbed 4
 OUT="$TMP/run"
 start=$(date +%s.%N)
@@ -17,9 +17,7 @@ wall=$(echo "$(date +%s.%N) - $start" | bc)
 echo "4-node campaign wall time: ${wall} s"
 if [ $rc -eq 0 ]; then pass "campaign exit 0"; else
   bad "campaign exit $rc"; cat "$TMP/summary.txt" "$TMP/stderr.txt" "$OUT"/slurm-*.out
-  # The findings with their evidence (each pair's readings): what a later failure is diagnosed from.
-  python3 -c 'import json,sys; [print(json.dumps(f)) for f in json.load(open(sys.argv[1]))["findings"]]' \
-    "$OUT/report.json" 2>&1 | cut -c1-4000; fi
+  show_evidence "$OUT"; fi  # each finding's pair readings: what a later failure is diagnosed from
 grep -qE "job [0-9]+ (PENDING|RUNNING)" "$TMP/stderr.txt" && pass "progress shows the job's state" \
   || bad "no job state in progress lines: $(head -5 "$TMP/stderr.txt")"
 python3 - "$OUT" <<'PY' && pass "results and report hold node1..node4, verdict pass" || bad "results/report content"
