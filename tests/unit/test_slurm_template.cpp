@@ -80,7 +80,12 @@ std::pair<int, int> run_burnin_steps(const std::vector<int>& codes) {
     srun << "#!/bin/bash\ncodes=(" << list << ")\nn=$(cat " << (dir / "steps").string() << " 2>/dev/null || echo 0)\n"
          << "echo $((n + 1)) > " << (dir / "steps").string() << "\nexit ${codes[$n]}\n";
   }
-  std::filesystem::permissions(dir / "bin" / "srun", std::filesystem::perms::owner_all);
+  // The script asks scontrol for the allocation before a restart's step. A real scontrol would ask
+  // whatever controller the environment names (a stopped testbed's makes it wait out its timeout), so
+  // this one answers as a controller with no such job does.
+  std::ofstream(dir / "bin" / "scontrol") << "#!/bin/bash\necho 'slurm_load_jobs error: Invalid job id specified' >&2\nexit 1\n";
+  for (const char* tool : {"srun", "scontrol"})
+    std::filesystem::permissions(dir / "bin" / tool, std::filesystem::perms::owner_all);
   const std::string script = render_template(read(jobs_dir() / "burnin.sbatch.in"),
                                              {{"worker", shell_quote("/bin/true")}, {"coordinator", shell_quote("h:1")},
                                               {"secret_file", shell_quote("/dev/null")}, {"worker_args", ""}});
