@@ -35,7 +35,6 @@ int fail(const std::string& msg) {
   return 2;
 }
 
-
 fs::path self_dir() {
   std::error_code ec;
   auto p = fs::read_symlink("/proc/self/exe", ec);
