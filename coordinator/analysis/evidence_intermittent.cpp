@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <set>
 
-#include "coordinator/analysis/noise.hpp"
 #include "coordinator/analysis/planner_impl.hpp"
 
 namespace kiln::analysis {
@@ -19,8 +18,8 @@ namespace {
 // be beyond a binomial tail at the measured rate (significant_intermittent, evidence_noise.cpp).
 constexpr int kIntermittentSlow = 4;
 // Watched (tested again) only while its slow tests are unlikely from noise at the measured pair rate:
-// a loose level, since watching costs a test and not a finding. Reported unresolved at noise::kAlpha
-// over the nodes tested (intermittent_unresolved).
+// a loose level, since watching costs a test and not a finding. Reported unresolved at the
+// intermittent rule's level (intermittent_unresolved).
 constexpr double kWatchLevel = 0.05;
 
 }  // namespace
@@ -79,12 +78,11 @@ bool Planner::Impl::watched(int u, const PairRecord& r) const {
          beyond_noise(u, r, kWatchLevel);
 }
 
-// At noise::kAlpha over the nodes tested, as the intermittent rule itself: at kAlpha per node, 2 slow
+// At the intermittent rule's own level (significant_intermittent): at noise::kAlpha per node, 2 slow
 // pair tests of 15 made a healthy node of 1,024 "intermittently slow (2 of 15 tests)", unresolved, in
 // 5 of 500 healthy campaigns (a warning, so a failed verdict).
 bool Planner::Impl::intermittent_unresolved(int u, const PairRecord& r, int tested) const {
-  return active(u) && r.slow >= 2 && r.distinct >= 2 && !watched(u, r) &&
-         beyond_noise(u, r, noise::kAlpha / std::max(1, tested));
+  return active(u) && r.slow >= 2 && r.distinct >= 2 && !watched(u, r) && significant_intermittent(u, r, tested);
 }
 
 // Slow with clean partners kIntermittentSlow times, with two or more of them, and fast as well:

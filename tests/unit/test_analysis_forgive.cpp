@@ -104,18 +104,18 @@ TEST_CASE("forgive: a 1.25x link read low once after three slow retests is found
   Scripted s;
   // Opened in the cover; retests slow, slow, slow, within the spread, then slow.
   s.script = {1.25, 1.25, 1.25, 1.25, 1.0, 1.25, 1.25, 1.25, 1.25};
-  const auto r = campaign(4096, s);
+  const auto r = campaign(1024, s);
   CHECK(r.forgives);
   CHECK(s.used >= 6);
   CHECK(r.found.count(kLink) == 1);
   CHECK(r.found.size() == 1);
-  CHECK(r.rounds <= 2 * 12 + 10);
+  CHECK(r.rounds <= 2 * 10 + 10);
 }
 
 TEST_CASE("forgive: a low reading after fewer than three slow retests clears the link", "[analysis][forgive]") {
   Scripted s;
   s.script = {1.25, 1.25, 1.25, 1.0, 1.25, 1.25, 1.25, 1.25, 1.25};
-  const auto r = campaign(4096, s);
+  const auto r = campaign(1024, s);
   CHECK(s.used == 4);  // nothing read it after the clearing reading
   CHECK(r.found.empty());
 }
@@ -123,31 +123,36 @@ TEST_CASE("forgive: a low reading after fewer than three slow retests clears the
 TEST_CASE("forgive: a second low reading clears the link", "[analysis][forgive]") {
   Scripted s;
   s.script = {1.25, 1.25, 1.25, 1.25, 1.0, 1.25, 1.0, 1.25, 1.25, 1.25};
-  const auto r = campaign(4096, s);
+  const auto r = campaign(1024, s);
   CHECK(s.used == 7);
   CHECK(r.found.empty());
 }
 
-TEST_CASE("forgive: at 1,024 nodes, where forgiving would ask a fifth reading, one low reading clears", "[analysis][forgive]") {
+TEST_CASE("forgive: at 4,096 nodes, where forgiving would ask a sixth reading, one low reading clears", "[analysis][forgive]") {
   Scripted s;
   s.script = {1.25, 1.25, 1.25, 1.25, 1.0, 1.25, 1.25, 1.25, 1.25};
-  const auto r = campaign(1024, s);
+  const auto r = campaign(4096, s);
   CHECK_FALSE(r.forgives);
-  CHECK(s.used == 5);
+  // The fifth reading clears it. A later round's group may read the pair once more by chance (at
+  // 4,096 nodes a pair shares a group about one round in 16; this seed does, with the sixth), but
+  // no retest follows: forgiven, two more slow retests would have confirmed it (the case above).
+  CHECK(s.used <= 6);
   CHECK(r.found.empty());
 }
 
 TEST_CASE("forgive: a link whose retests run out after a forgiven low reading is reported undecided", "[analysis][forgive]") {
   Scripted s;
-  // Slow three times, within the spread once (forgiven), then in between (z about 2) until the
-  // retests run out: 5 to confirm, 2 spare for the in-between readings, 1 for the forgiven one.
-  s.script = {1.25, 1.25, 1.25, 1.25, 1.0, 1.10, 1.10, 1.10, 1.10, 1.10, 1.10};
-  const auto r = campaign(4096, s);
-  CHECK(s.used == 9);
+  // Slow three times, within the spread once (forgiven), then in between (z about 2; 1.10 reads
+  // z 1.48 at 1,024 nodes, within the spread) until the retests run out. After the opening reading
+  // come one with the cover (round 13 of this seed) and 8 retests: 5 to confirm, 2 spare for the
+  // in-between readings, 1 for the forgiven one.
+  s.script = {1.25, 1.25, 1.25, 1.25, 1.0, 1.12, 1.12, 1.12, 1.12, 1.12, 1.12};
+  const auto r = campaign(1024, s);
+  CHECK(s.used == 10);
   CHECK(r.found.count(kUnresolved) == 1);
   CHECK(r.found.count(kLink) == 0);
   REQUIRE(r.summaries.size() == 1);
-  CHECK(r.summaries[0].find("3 of 8 later edge reading(s) slow, one within the healthy spread") != std::string::npos);
+  CHECK(r.summaries[0].find("3 of 9 later edge reading(s) slow, one within the healthy spread") != std::string::npos);
 }
 
 TEST_CASE("forgive: where k slow readings confirm, k / 2 readings in between buy a retest each", "[analysis][forgive]") {
