@@ -110,9 +110,9 @@ double Planner::Impl::pair_slow_rate() const {
 }
 
 // The floor (3) is the rule calibrated for 0.5% stragglers; noise.hpp's repeats_needed raises it.
-// At alpha 1e-4 per campaign, not kAlpha: the rule is exact for i.i.d. readings (q^k per suspicion),
-// and at 1,024 nodes noise opens about 8,000 suspicions, so kAlpha's 1% was one false link.slow per
-// hundred healthy campaigns, as measured (1 in 100 at 5% noise); the target is none in 1,000. At
+// At kEdgeReadingsAlpha per campaign, not kAlpha: the rule is exact for i.i.d. readings (q^k per
+// suspicion), and at 1,024 nodes noise opens about 8,000 suspicions, so kAlpha's 1% was one false
+// link.slow per hundred healthy campaigns, as measured (1 in 100 at 5% noise); the target is none in 1,000. At
 // 1e-3 it asked 4 readings at 4,096 nodes (80,000 suspicions, 7e-4 per campaign by design) and gave
 // 2 false links in about 900 campaigns at 3,000-4,096 nodes (seed 68 intermittent, seed 150
 // healthy): 1e-3 per campaign is one in 1,000, not none. At 1e-4 it asked 5 at 16,384 nodes under
