@@ -112,12 +112,13 @@ double Planner::Impl::pair_slow_rate() const {
 // The floor (3) is the rule calibrated for 0.5% stragglers; noise.hpp's repeats_needed raises it.
 // At kEdgeReadingsAlpha per campaign, not kAlpha: the rule is exact for i.i.d. readings (q^k per
 // suspicion), and at 1,024 nodes noise opens about 8,000 suspicions, so kAlpha's 1% was one false
-// link.slow per hundred healthy campaigns, as measured (1 in 100 at 5% noise); the target is none in 1,000. At
-// 1e-3 it asked 4 readings at 4,096 nodes (80,000 suspicions, 7e-4 per campaign by design) and gave
-// 2 false links in about 900 campaigns at 3,000-4,096 nodes (seed 68 intermittent, seed 150
-// healthy): 1e-3 per campaign is one in 1,000, not none. At 1e-4 it asked 5 at 16,384 nodes under
-// 10% noise (1.18 M suspicions, q 0.0087: 5.8e-5 per campaign by design) and gave one false link in
-// 1,046 healthy campaigns there (seed 9224: five retests at z 2.57-2.98); at 1e-5 it asks 6 (2e-6).
+// link.slow per hundred healthy campaigns, as measured (1 in 100 at 5% noise); the target is none
+// in 1,000. At 1e-3 it asked 4 readings at 4,096 nodes (80,000 suspicions, 7e-4 per campaign by
+// design) and gave 2 false links in about 900 campaigns at 3,000-4,096 nodes (seed 68
+// intermittent, seed 150 healthy): 1e-3 per campaign is one in 1,000, not none. At 1e-4 it asked 5
+// at 16,384 nodes under 10% noise (1.18 M suspicions, q 0.0087: 5.8e-5 per campaign by design) and
+// gave one false link in 1,046 healthy campaigns there (seed 9224: five retests at z 2.57-2.98); at
+// 1e-5 it asks 6 (2e-6).
 int Planner::Impl::edge_readings_needed() const {
   const double q = edge_slow_odds();
   if (q < 0.0) return 3;
@@ -194,7 +195,7 @@ bool Planner::Impl::beyond_noise(int u, const PairRecord& r, double level) const
 // suspect: the screen picks the nodes whose first test was slow, so that test is no evidence
 // against noise. At noise::kAlpha, counting it, a healthy node of 1,000 (10% noise, seed 257) was
 // "intermittently slow (4 of 10 tests)": a tail of 6.4e-6, within 0.01 over the nodes tested,
-// where 3 of 9 (1.9e-4) is not within 1e-4.
+// where 3 of 9 (1.9e-4) is not within 1e-4 over any number tested.
 bool Planner::Impl::significant_intermittent(int u, const PairRecord& r, int tested) const {
   if (r.slow < 1 || r.tests < 1) return false;
   PairRecord after = r;
