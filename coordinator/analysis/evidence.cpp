@@ -113,6 +113,7 @@ int Planner::Impl::link_pair_votes(const LinkData& l) const {
 void Planner::Impl::reevaluate_nodes(std::int64_t round) {
   mark_intermittent(round);
   mark_hot_nodes(round);
+  mark_leaning_nodes(round);
   const int votes = node_votes_needed();
   // Whether a partner counts as known-good depends on the other verdicts, so settle them together;
   // a verdict whose partners later turn out bad is withdrawn.
@@ -120,7 +121,7 @@ void Planner::Impl::reevaluate_nodes(std::int64_t round) {
     bool changed = false;
     for (int u = 0; u < n; ++u) {
       auto& d = nodes[u];
-      if (d.lost || d.slow_switch >= 0 || d.intermittent || d.hot || d.slow_pairs.empty()) continue;
+      if (d.lost || d.slow_switch >= 0 || d.intermittent || d.hot || d.leaning || d.slow_pairs.empty()) continue;
       const int distinct = static_cast<int>(voting_partners(u).size());
       // A node seen fast before needs one vote more: a watched node gets extra pair tests, and two
       // slow ones of them are within what stragglers do. A pair-checked node's fast tests are its

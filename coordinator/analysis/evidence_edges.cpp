@@ -212,10 +212,18 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   std::vector<int> leaning;
   for (int u : g)
     if (!std::isnan(level[row(u)]) && level[row(u)] >= kLeanZ) leaning.push_back(u);
-  if (!leaning.empty()) level = row_levels(score_edges(o, cfg.outliers, floor, leaning));
+  std::vector<ScoredEdge> lean_scored;
+  if (!leaning.empty()) level = row_levels(lean_scored = score_edges(o, cfg.outliers, floor, leaning));
   for (int u : g) {
     if (std::isnan(level[row(u)]) || level[row(u)] < zc / 2) continue;
     r.slow_rows.push_back(u);
+  }
+  for (int u : leaning) {
+    if (std::isnan(level[row(u)]) || level[row(u)] < kLeanZ) continue;
+    std::vector<double> slowness;
+    for (const auto& e : lean_scored)
+      if (e.a == u || e.b == u) slowness.push_back(e.slowness);
+    if (stats::median_in_place(slowness) >= kMinEdgeSlowness) r.leaning_rows.push_back(u);
   }
   // The other edges judged again against a baseline and spread of edges between fine rows only:
   // rows that merely leaned stay in it, else a healthy node whose row leans by chance would have
@@ -278,6 +286,9 @@ Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t ro
   record_edge_evidence(r, round, figure);
   for (int u : g) ++nodes[u].rows;
   for (int u : r.slow_rows) ++nodes[u].slow_rows;
+  for (int u : r.leaning_rows) ++nodes[u].lean_rows;
+  noise.rows += static_cast<long>(g.size());
+  noise.lean_rows += static_cast<long>(r.leaning_rows.size());
   std::vector<int> fine;
   for (int u : g)
     if (std::find(r.slow_rows.begin(), r.slow_rows.end(), u) == r.slow_rows.end())

@@ -11,12 +11,15 @@
 //   intermittent      a node's slow pair tests beyond a binomial tail at p_pair over the nodes tested
 //   hot node          far more slow edge readings than the base rate predicts: node evidence (a mildly
 //                     slow node whose row median stays below the row cutoff), its suspicions dropped
+//   leaning node      up to 256 nodes, far more of its rows leaning (median edge 1 sigma and 1.1x) than
+//                     the others' rows: a binomial tail at their rate (1% at least), over n x rounds looks
 // docs/localization.md, the planner, item 9.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "common/findings.hpp"
+#include "common/text.hpp"
 #include "coordinator/analysis/noise.hpp"
 #include "coordinator/analysis/planner_impl.hpp"
 
@@ -32,6 +35,14 @@ namespace {
 constexpr int kMinHotPartners = 12;
 // The hot rule's false rate per campaign (hot_looks): the target is no false finding in 1,000.
 constexpr double kHotAlpha = 1e-4;
+// The leaning-row rule (mark_leaning_nodes): up to this many nodes, where a node's rows are too few
+// for the hot rule's edge counts; fewest leaning rows; the lowest base rate it assumes; fewest rows of
+// the others before their rate is one; its false rate per campaign, over n x rounds looks.
+constexpr int kLeanCluster = kSmallEdgeCluster;
+constexpr int kMinLeanRows = 3;
+constexpr double kMinLeanRate = 0.01;
+constexpr long kMinLeanBase = 20;
+constexpr double kLeanAlpha = 1e-4;
 // Votes a hot node gets, one per distinct partner of a slow edge: as many as a slow row's.
 constexpr std::size_t kMaxHotVotes = 32;
 // Pair tests between known-good nodes before their slow fraction is a base rate; fewer: the rule's
@@ -251,6 +262,51 @@ void Planner::Impl::mark_hot_nodes(std::int64_t round) {
          std::to_string(static_cast<int>(std::lround(d.hot_expected))) + ": slow node; " + std::to_string(dropped) +
          " link suspicion(s) on its edges are explained by it");
   }
+}
+
+// A node's leaning rows against the others' rate of them: the binomial tail, 1 where the rule does
+// not apply (too large a cluster, too few rows of its own or of the others).
+double Planner::Impl::lean_tail(int u) const {
+  const auto& d = nodes[u];
+  if (exact.active || n > kLeanCluster || d.lean_rows < 2) return 1.0;
+  const long rows = noise.rows - d.rows, lean = noise.lean_rows - d.lean_rows;
+  if (rows < kMinLeanBase) return 1.0;
+  const double rate = std::max({static_cast<double>(lean) / static_cast<double>(rows),
+                                0.5 / static_cast<double>(rows), kMinLeanRate});
+  return noise::binomial_tail(d.lean_rows, d.rows, rate);
+}
+
+// A node whose all-to-all rows lean slow (median edge z 1 or more, and 1.1x or slower) far more often
+// than the others' rows do is slow, though no one row of it reaches the slow-row cutoff: a port
+// capped at 2x reads 1.5x in its rows, at 20% noise a level of 1.1-1.7 where the cutoff is 2.
+void Planner::Impl::mark_leaning_nodes(std::int64_t round) {
+  if (exact.active || n > kLeanCluster) return;
+  for (int u = 0; u < n; ++u) {
+    auto& d = nodes[u];
+    if (!active(u) || d.lean_rows < kMinLeanRows || lean_tail(u) >= kLeanAlpha / hot_looks(n, round)) continue;
+    const long rows = noise.rows - d.rows, lean = noise.lean_rows - d.lean_rows;
+    d.bad = d.leaning = true;
+    d.bad_round = round;
+    d.lean_expected = static_cast<double>(lean) / static_cast<double>(rows) * d.rows;
+    int dropped = 0;
+    for (auto& [key, l] : links)
+      if ((key.first == u || key.second == u) && !l.confirmed && !l.cleared) l.cleared = true, ++dropped;
+    note(name(u) + " leans slow in " + std::to_string(d.lean_rows) + " of " + std::to_string(d.rows) +
+         " all-to-all rows where the others' rate explains " + short_number(std::round(d.lean_expected * 100) / 100) +
+         ": slow node; " + std::to_string(dropped) + " link suspicion(s) on its edges are explained by it");
+  }
+}
+
+kiln::Finding Planner::Impl::leaning_finding(int u) const {
+  const auto& d = nodes[u];
+  return kiln::make_finding(
+      kiln::Code::NodeSlow, {"node", name(u)},
+      name(u) + " leans slow in " + std::to_string(d.lean_rows) + " of its " + std::to_string(d.rows) +
+          " all-to-all rows (median edge 1 sigma and 1.1x or slower), where the others' rate explains " +
+          short_number(std::round(d.lean_expected * 100) / 100),
+      {{"leaning_rows", d.lean_rows}, {"rows", d.rows}, {"expected_from_noise", d.lean_expected},
+       {"fast_tests", d.fast}, {"confirmed_round", d.bad_round}},
+      0.9);
 }
 
 bool Planner::Impl::noise_single(const LinkData& l) const {

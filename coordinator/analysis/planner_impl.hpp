@@ -62,6 +62,9 @@ struct NodeData {
   // slow peers, so a node slow in a later all-to-all after a fast one is watched, not forgotten.
   int rows = 0;
   int slow_rows = 0;
+  int lean_rows = 0;                 // rows leaning slow or slow (EdgeReading::leaning_rows)
+  bool leaning = false;              // bad because far more of its rows lean than the others' do
+  double lean_expected = 0.0;        // the leaning rows the others' rate explains, when it was marked
   std::set<int> row_partners;        // peers of its slow rows' slow edges
   // An end of a pair-only link (LinkData::pair_only): from then on it is tested in pairs and judged
   // on its pair tests, since its fine rows say nothing about a cap that only a pair test's rate
@@ -115,6 +118,7 @@ struct LinkData {
 // A group's per-edge figures judged against each other (evidence_edges.cpp).
 struct EdgeReading {
   std::vector<int> slow_rows;                  // members slow with most of their peers
+  std::vector<int> leaning_rows;               // members leaning (kLeanZ; slow rows too), median edge 1.1x or more
   std::vector<std::pair<int, int>> slow_links; // slow edges whose ends are otherwise fine, (low, high)
   std::map<std::pair<int, int>, double> slow_link_z;  // their robust z
   std::map<int, std::vector<int>> row_partners;  // slow row -> peers of its slow edges
@@ -144,6 +148,7 @@ struct NoiseCounts {
   long readings = 0, slow = 0, fast = 0;
   long open_readings = 0;  // readings that could have opened a suspicion (new edges, suspect groups)
   long opened = 0;         // link suspicions opened
+  long rows = 0, lean_rows = 0;  // rows judged (NodeData::rows) and those leaning, over all nodes
   double pair_rate = -1.0; // pair_slow_rate() as of the last evaluation, -1 unknown
   // The same evaluation's pair tests between known-good nodes, in all and by node, so a node is
   // judged against the others' rate: its own slow tests are what is being judged, not noise.
@@ -433,7 +438,10 @@ struct Planner::Impl : Setup, Evidence {
 
   // evidence_intermittent.cpp
   std::vector<PairRecord> pair_records() const;
-  bool watched(int u, const PairRecord& r) const;   // fast once, slow with a clean partner: test again
+  bool watched(int u, const PairRecord& r) const;   // fast once, then slow with clean partners or leaning: test again
+  double lean_tail(int u) const;  // evidence_noise.cpp: its leaning rows against the others' rate
+  void mark_leaning_nodes(std::int64_t round);
+  kiln::Finding leaning_finding(int u) const;   // fast once, slow with a clean partner: test again
   bool intermittent_unresolved(int u, const PairRecord& r, int tested) const;
   void mark_intermittent(std::int64_t round);
 

@@ -94,6 +94,10 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
       out.push_back(hot_finding(u));
       continue;
     }
+    if (d.leaning) {
+      out.push_back(leaning_finding(u));
+      continue;
+    }
     if (d.intermittent) {
       out.push_back(intermittent_finding(u, kiln::Code::NodeSlow, rec[u], "", 0.9));
       continue;

@@ -310,15 +310,21 @@ TEST_CASE("20% noise: a pair spread from a few figures is floored by the edges',
 TEST_CASE("where the other pairs were clean, 2 slow pair tests still name a node unresolved (1.1x, N=8)",
           "[analysis][intermittent]") {
   // The fixed rule stands when the others' pair tests give no rate: a 1.1x node slow with two
-  // partners is reported, not dropped (seeds 8 and 15, as before the change).
+  // partners is reported, not dropped (seed 24). Seeds 8 and 15, reported so before, are now found
+  // outright: the node's rows lean in most rounds (the leaning-row rule, evidence_noise.cpp).
   auto opt = per_peer("severity", 8);
   opt.slow_factor = 1.1;
+  const auto r = kiln::analysis::simulate_trial(opt, 24, true);
+  INFO(r.detail["findings"].dump());
+  CHECK(r.false_findings == 0);
+  CHECK(r.unresolved == 1);
+  CHECK(r.accounted);
   for (std::uint64_t seed : {8, 15}) {
-    const auto r = kiln::analysis::simulate_trial(opt, seed, false);
+    const auto found = kiln::analysis::simulate_trial(opt, seed, false);
     INFO("seed " << seed);
-    CHECK(r.false_findings == 0);
-    CHECK(r.unresolved == 1);
-    CHECK(r.accounted);
+    CHECK(found.false_findings == 0);
+    CHECK(found.true_positives == 1);
+    CHECK(found.unresolved == 0);
   }
 }
 
