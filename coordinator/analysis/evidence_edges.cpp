@@ -218,12 +218,16 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
     if (std::isnan(level[row(u)]) || level[row(u)] < zc / 2) continue;
     r.slow_rows.push_back(u);
   }
-  for (int u : leaning) {
-    if (std::isnan(level[row(u)]) || level[row(u)] < kLeanZ) continue;
-    std::vector<double> slowness;
+  // Leaning rows for the leaning-node rule, which runs up to kLeanCluster nodes only: each row's
+  // median edge slowness, in one pass over the edges.
+  if (n <= kLeanCluster && !leaning.empty()) {
+    std::vector<std::vector<double>> slowness(g.size());
     for (const auto& e : lean_scored)
-      if (e.a == u || e.b == u) slowness.push_back(e.slowness);
-    if (stats::median_in_place(slowness) >= kMinEdgeSlowness) r.leaning_rows.push_back(u);
+      for (int u : {e.a, e.b})
+        if (level[row(u)] >= kLeanZ) slowness[row(u)].push_back(e.slowness);
+    for (int u : leaning)
+      if (!slowness[row(u)].empty() && stats::median_in_place(slowness[row(u)]) >= kMinEdgeSlowness)
+        r.leaning_rows.push_back(u);
   }
   // The other edges judged again against a baseline and spread of edges between fine rows only:
   // rows that merely leaned stay in it, else a healthy node whose row leans by chance would have

@@ -35,10 +35,9 @@ namespace {
 constexpr int kMinHotPartners = 12;
 // The hot rule's false rate per campaign (hot_looks): the target is no false finding in 1,000.
 constexpr double kHotAlpha = 1e-4;
-// The leaning-row rule (mark_leaning_nodes): up to this many nodes, where a node's rows are too few
-// for the hot rule's edge counts; fewest leaning rows; the lowest base rate it assumes; fewest rows of
+// The leaning-row rule (mark_leaning_nodes; up to kLeanCluster nodes, where a node's rows are too few
+// for the hot rule's edge counts): fewest leaning rows; the lowest base rate it assumes; fewest rows of
 // the others before their rate is one; its false rate per campaign, over n x rounds looks.
-constexpr int kLeanCluster = kSmallEdgeCluster;
 constexpr int kMinLeanRows = 3;
 constexpr double kMinLeanRate = 0.01;
 constexpr long kMinLeanBase = 20;
@@ -254,14 +253,20 @@ void Planner::Impl::mark_hot_nodes(std::int64_t round) {
           partners.size() < kMaxHotVotes)
         partners.push_back(v);
     for (int v : partners) d.slow_pairs.push_back({v, round, 0.0, 0.0});
-    int dropped = 0;
-    for (auto& [key, l] : links)
-      if ((key.first == u || key.second == u) && !l.confirmed && !l.cleared) l.cleared = true, ++dropped;
+    const int dropped = explain_links_of(u);
     note(name(u) + " reads slow with " + std::to_string(noise.high(u)) + " distinct peers in " +
          std::to_string(noise.reads[u]) + " edge readings where noise explains " +
          std::to_string(static_cast<int>(std::lround(d.hot_expected))) + ": slow node; " + std::to_string(dropped) +
          " link suspicion(s) on its edges are explained by it");
   }
+}
+
+// A node found slow by its own readings (hot, leaning): its undecided link suspicions are its slowness.
+int Planner::Impl::explain_links_of(int u) {
+  int dropped = 0;
+  for (auto& [key, l] : links)
+    if ((key.first == u || key.second == u) && !l.confirmed && !l.cleared) l.cleared = true, ++dropped;
+  return dropped;
 }
 
 // A node's leaning rows against the others' rate of them: the binomial tail, 1 where the rule does
@@ -288,9 +293,7 @@ void Planner::Impl::mark_leaning_nodes(std::int64_t round) {
     d.bad = d.leaning = true;
     d.bad_round = round;
     d.lean_expected = static_cast<double>(lean) / static_cast<double>(rows) * d.rows;
-    int dropped = 0;
-    for (auto& [key, l] : links)
-      if ((key.first == u || key.second == u) && !l.confirmed && !l.cleared) l.cleared = true, ++dropped;
+    const int dropped = explain_links_of(u);
     note(name(u) + " leans slow in " + std::to_string(d.lean_rows) + " of " + std::to_string(d.rows) +
          " all-to-all rows where the others' rate explains " + short_number(std::round(d.lean_expected * 100) / 100) +
          ": slow node; " + std::to_string(dropped) + " link suspicion(s) on its edges are explained by it");

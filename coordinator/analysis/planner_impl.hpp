@@ -327,6 +327,9 @@ struct SearchState {
 // all-to-all groups (strategy_resolve.cpp). Larger clusters put each node in many tests anyway, and
 // there the pair screen's thousands of candidates are cheaper to settle as pairs.
 inline constexpr int kSmallEdgeCluster = 256;
+// The leaning-node rule (evidence_noise.cpp) runs up to this many nodes; past it rows are not counted
+// as leaning at all (read_edges).
+inline constexpr int kLeanCluster = kSmallEdgeCluster;
 
 // Certification sweep: rounds of groups that together hold every pair of good nodes except the
 // candidate links. rounds is rebuilt whenever the candidates or the good set change.
@@ -441,7 +444,7 @@ struct Planner::Impl : Setup, Evidence {
   bool watched(int u, const PairRecord& r) const;   // fast once, then slow with clean partners or leaning: test again
   double lean_tail(int u) const;  // evidence_noise.cpp: its leaning rows against the others' rate
   void mark_leaning_nodes(std::int64_t round);
-  kiln::Finding leaning_finding(int u) const;   // fast once, slow with a clean partner: test again
+  kiln::Finding leaning_finding(int u) const;
   bool intermittent_unresolved(int u, const PairRecord& r, int tested) const;
   void mark_intermittent(std::int64_t round);
 
@@ -464,6 +467,7 @@ struct Planner::Impl : Setup, Evidence {
   // A node's slow pair tests beyond what noise does at this level (true while the rate is unknown).
   bool beyond_noise(int u, const PairRecord& r, double level) const;
   void mark_hot_nodes(std::int64_t round);
+  int explain_links_of(int u);  // clears u's undecided link suspicions; returns how many
   bool noise_single(const LinkData& l) const;  // one slow reading, the one that opened it, and nothing else
   nlohmann::json noise_story() const;
   long undecided_singles() const;
