@@ -132,24 +132,33 @@ TEST_CASE("simulate: a node whose rows lean slow far more often than the others'
   }
 }
 
+namespace {
+// A port capped at half a pair test's rate, the all-to-all at 0.4 of it (`rate-cap --a2a-demand 0.4`,
+// the node alone), on seeds 1..seeds: named node.slow "in pair tests" within the one-fault bound,
+// with nothing else.
+void check_capped_port_found_in_pair_tests(int n, std::uint64_t seeds) {
+  const auto o = kiln::analysis::parse_simulate_options({{"model", "rate-cap"}, {"a2a-demand", "0.4"}, {"bad-links", "0"},
+                                                         {"per-peer", "on"}, {"nodes", std::to_string(n)}});
+  for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
+    const auto r = simulate_trial(o, seed, true);
+    INFO("N=" << n << " seed " << seed << ": " << r.detail["findings"].dump());
+    CHECK(r.true_positives == 1);
+    CHECK(r.false_findings == 0);
+    CHECK(r.rounds <= kiln::analysis::one_fault_round_bound(n));
+    REQUIRE(r.detail["findings"].size() == 1u);
+    CHECK(r.detail["findings"][0]["code"] == "node.slow");
+    CHECK(r.detail["findings"][0]["summary"].get<std::string>().find("in pair tests") != std::string::npos);
+  }
+}
+}  // namespace
+
 TEST_CASE("simulate: a rate cap that only pair tests reach is found, not cleared by fine all-to-all groups", "[analysis][simulate]") {
   using kiln::analysis::one_fault_round_bound;
   using kiln::analysis::parse_simulate_options;
   // A port capped at half a pair test's rate while the all-to-all pushes 0.4 of it per rank (eight
   // ranks on two cores): the node's rows are fine, its pair tests slow. The planner before pair-only
   // links cleared its slow screen pair on the fine row and passed the cluster (recall 0 in 100).
-  auto node = parse_simulate_options({{"model", "rate-cap"}, {"a2a-demand", "0.4"}, {"bad-links", "0"},
-                                      {"per-peer", "on"}, {"nodes", "12"}});
-  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
-    const auto r = simulate_trial(node, seed, true);
-    INFO("seed " << seed << ": " << r.detail["findings"].dump());
-    CHECK(r.true_positives == 1);
-    CHECK(r.false_findings == 0);
-    CHECK(r.rounds <= one_fault_round_bound(12));
-    REQUIRE(r.detail["findings"].size() == 1u);
-    CHECK(r.detail["findings"][0]["code"] == "node.slow");
-    CHECK(r.detail["findings"][0]["summary"].get<std::string>().find("in pair tests") != std::string::npos);
-  }
+  check_capped_port_found_in_pair_tests(12, 6);
   // A path capped at half a pair test's rate shows in no group of three or more. When the screen
   // pairs its ends (seed 3 of 8 nodes), pair retests confirm it and its ends are fine in pairs with
   // other partners: link.slow, not a node.
@@ -168,21 +177,9 @@ TEST_CASE("simulate: a rate cap that only pair tests reach is found, not cleared
 }
 
 TEST_CASE("simulate: past 256 nodes a port capped below a pair test's rate is still found in pair tests", "[analysis][simulate]") {
-  using kiln::analysis::one_fault_round_bound;
-  using kiln::analysis::parse_simulate_options;
   // Above 256 nodes a slow screen pair's link was retested only inside the cover's groups, read fine
   // there and cleared, and its ends were known-good from their rows: none of 50 campaigns at 4,096
   // nodes found the port, and these seeds passed silently at 1,100. Its screen pair is now retested
   // as a pair, and its ends checked in pair tests, at every size.
-  auto o = parse_simulate_options({{"model", "rate-cap"}, {"a2a-demand", "0.4"}, {"bad-links", "0"},
-                                   {"per-peer", "on"}, {"nodes", "1100"}});
-  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-    const auto r = simulate_trial(o, seed, true);
-    INFO("seed " << seed << ": " << r.detail["findings"].dump());
-    CHECK(r.true_positives == 1);
-    CHECK(r.false_findings == 0);
-    CHECK(r.rounds <= one_fault_round_bound(1100));
-    REQUIRE(r.detail["findings"].size() == 1u);
-    CHECK(r.detail["findings"][0]["summary"].get<std::string>().find("in pair tests") != std::string::npos);
-  }
+  check_capped_port_found_in_pair_tests(1100, 4);
 }
