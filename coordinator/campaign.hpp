@@ -107,6 +107,9 @@ class Campaign {
   RoundRecord run_round(proto::Round round, const std::string& reason, Phase phase = Phase::Plan,
                         int plan_index = -1);
   const std::map<int, RankState>& ranks() const { return ranks_; }
+  // What the nodes are judged against (--spec, or the shipped profiles); localization takes its
+  // reference figure from it.
+  const analysis::Expectations& expectations() const { return opts_.expect; }
   // A signal or a storage error: run no more rounds.
   bool stopping() const { return stop_requested() != 0 || !storage_error_.empty(); }
 

@@ -263,6 +263,8 @@ nlohmann::json localization_section(const coord::LocalizeOptions& lo, const coor
                             {"story", out.story}, {"votes", lo.votes}, {"slow_cutoff", lo.rel_cutoff},
                             {"mode", lo.mode}};
   if (!out.skipped_because.empty()) section["skipped_because"] = out.skipped_because;
+  if (out.reference)
+    section["reference"] = {{"value", out.reference->value}, {"scope", out.reference->scope}, {"source", out.reference->source}};
   return section;
 }
 

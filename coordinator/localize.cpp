@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "common/checks.hpp"
 #include "coordinator/analysis/judge.hpp"
@@ -46,6 +47,28 @@ std::vector<analysis::Switch> unit_switches(const Units& units, const LocalizeOp
   return out;
 }
 
+namespace {
+
+// The spec's figure for the test at its size (analysis::group_reference): across nodes by node; by
+// rank, inside the node when every rank is on one host, else none (groups then mix both).
+std::optional<analysis::GroupReference> reference_of(const Campaign& campaign, const Units& units,
+                                                     const LocalizeOptions& opts, const std::string& metric) {
+  std::vector<analysis::NodeSeen> seen;
+  std::set<std::string> hosts;
+  for (int r : units.rank_of) {
+    const auto it = campaign.ranks().find(r);
+    if (it == campaign.ranks().end()) return std::nullopt;
+    hosts.insert(it->second.host);
+    seen.push_back({it->second.host, {r}, {}, it->second.info});
+  }
+  const auto scope = units.kind == "node" ? spec::GroupScope::Inter
+                     : hosts.size() == 1  ? spec::GroupScope::Intra
+                                          : spec::GroupScope::None;
+  return analysis::group_reference(campaign.expectations(), seen, opts.test, metric, opts.size_bytes, scope);
+}
+
+}  // namespace
+
 LocalizeOutcome localize(Campaign& campaign, const LocalizeOptions& opts) {
   LocalizeOutcome result;
   if (opts.by == "off") {
@@ -70,6 +93,8 @@ LocalizeOutcome localize(Campaign& campaign, const LocalizeOptions& opts) {
   cfg.outliers.rel_cutoff = opts.rel_cutoff;
   cfg.mode = opts.mode == "full" ? analysis::Mode::Full : analysis::Mode::Adaptive;
   cfg.size_bytes = opts.size_bytes;
+  result.reference = reference_of(campaign, units, opts, figure.metric);
+  if (result.reference) cfg.outliers.reference[opts.size_bytes] = result.reference->value;
   analysis::Planner planner(static_cast<int>(units.names.size()), cfg, unit_switches(units, opts), units.names);
   // One message size: whichever size parameters the check declares all get it.
   nlohmann::json params = {{"deadline_s", opts.deadline_s}};

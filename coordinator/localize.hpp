@@ -3,12 +3,14 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/types.hpp"
+#include "coordinator/analysis/expect.hpp"
 #include "coordinator/analysis/planner.hpp"
 #include "coordinator/campaign.hpp"
 
@@ -36,6 +38,9 @@ struct LocalizeOutcome {
   std::int64_t rounds = 0;
   std::vector<std::string> units;
   std::vector<int> unit_ranks;  // the rank that ran each unit's tests
+  // The spec's figure for the test across nodes at its size, when every unit's class gives one:
+  // a round slow as a whole is judged against it (analysis::OutlierConfig::reference).
+  std::optional<analysis::GroupReference> reference;
 };
 
 // Units: the hosts (one representative rank each) or the ranks themselves.

@@ -86,6 +86,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
       {"rail-balance", "on: traffic moves off a slow rail; off: a static split waits for it (off)"},
       {"rate-caps", "on: a fault caps a port or path at 1/factor of a pair test's rate (off)"},
       {"a2a-demand", "with --rate-caps: a rank's all-to-all rate as a share of a pair test's (1)"},
+      {"reference", "a healthy group's figure given to the planner (as a spec's figure is), as a "
+                    "multiple of the true one: 1 exact, 1.1 a spec 10% slow; 0 none (0)"},
       {"seed", "first random seed (1)"},
       {"trials", "trials (seeds seed, seed+1, ...) (1)"},
       {"mode", "adaptive or full (adaptive)"},

@@ -329,6 +329,31 @@ ExpectOutcome judge_expectations(const Expectations& e, const std::vector<NodeSe
   return out;
 }
 
+std::optional<GroupReference> group_reference(const Expectations& e, const std::vector<NodeSeen>& nodes,
+                                              const std::string& check, const std::string& metric,
+                                              std::int64_t size_bytes, GroupScope scope) {
+  if (e.mode == ExpectMode::Off || nodes.empty() || scope == GroupScope::None) return std::nullopt;
+  const Figure* chosen = nullptr;
+  const Assigned* chosen_class = nullptr;
+  std::vector<Assigned> classes;
+  classes.reserve(nodes.size());
+  for (const auto& n : nodes) classes.push_back(class_of(e, n));
+  for (const auto& a : classes) {
+    if (!a.cls) return std::nullopt;
+    const Figure* f = nullptr;
+    for (const auto& x : a.cls->figures)
+      if (x.check == check && x.metric == metric && x.scope == scope && x.size_bytes == size_bytes && !x.ranks)
+        f = &x;
+    if (!f) return std::nullopt;
+    const bool easier = !chosen || (f->higher_is_better ? f->value < chosen->value : f->value > chosen->value);
+    if (easier) chosen = f, chosen_class = &a;
+  }
+  const std::string where = e.mode == ExpectMode::Spec ? e.label : profile_name(*chosen_class->spec);
+  return GroupReference{chosen->value, spec::to_string(scope),
+                        where + ": class " + chosen_class->cls->name + ", " + short_number(chosen->value) + " " +
+                            chosen->unit + " (" + chosen->source + ")"};
+}
+
 std::string verdict_of(const std::vector<Finding>& findings) {
   bool untested = false, other = false;
   for (const auto& f : findings) {

@@ -4,6 +4,8 @@
 // software the node reports against the class's. Pure: the spec arrives parsed, the records typed.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,6 +55,20 @@ bool kept_for_expectations(const Expectations& e, const Result& r);
 // rounds only; localization rounds are the planner's).
 ExpectOutcome judge_expectations(const Expectations& e, const std::vector<NodeSeen>& nodes,
                                  const std::vector<RoundRecord>& rounds);
+
+// What a healthy group of these nodes reaches in `check`'s `metric` at `size_bytes`, in groups of
+// `scope` (inter: across nodes; intra: inside one): the figure every node's class gives for it with
+// no `ranks` (so for any group size), the least demanding where classes differ; nothing when a node
+// has no class or its class no such figure. Localization judges a round that is slow as a whole
+// against it (OutlierConfig::reference).
+struct GroupReference {
+  double value = 0;
+  std::string scope;   // "inter" or "intra"
+  std::string source;  // "spec.toml: class gpu-a, 40 GB/s (from ...)"
+};
+std::optional<GroupReference> group_reference(const Expectations& e, const std::vector<NodeSeen>& nodes,
+                                              const std::string& check, const std::string& metric,
+                                              std::int64_t size_bytes, spec::GroupScope scope);
 
 // The verdict of a campaign that ran: fail for any finding of severity error or critical other
 // than not.tested, else incomplete for any not.tested, else fail for any other finding, else pass.

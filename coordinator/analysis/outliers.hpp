@@ -49,6 +49,13 @@ struct OutlierConfig {
   // the relative cutoff applies to it.
   std::map<std::int64_t, double> spec;
   bool spec_is_limit = true;
+  // What a healthy group reaches, per message size, in the figure's own unit (a spec's figure for
+  // the check across nodes, kiln run --spec): not a limit. A round whose median is worse than it by
+  // the relative cutoff is all slow, and is judged against it (or its own fast cluster, where that
+  // is faster) instead of its peers; a history slower than it by as much gives way to it. Without
+  // one, the history decides that, which in a small cluster cannot tell half the nodes slow from
+  // wide noise. Groups of any size, as size_invariant figures are.
+  std::map<std::int64_t, double> reference;
 };
 
 // One group's figure in a round.
@@ -68,6 +75,7 @@ struct Judgement {
   double slowness = 0.0;  // how many times worse than expected (>1 is worse); inf for timeouts
   double z = 0.0;         // robust z on log scale; inf for timeouts
   std::string basis;      // spec | peers | peers(fast cluster) | history | history(all-slow) |
+                          // reference | reference(all-slow) |
                           // fastest peer | timeout | none
 };
 void to_json(nlohmann::json& j, const Judgement& x);

@@ -110,6 +110,8 @@ TrialResult simulate_trial(const SimulateOptions& in, std::uint64_t seed, bool k
   cfg.mode = opt.mode == "full" ? Mode::Full : Mode::Adaptive;
   cfg.seed = seed;
   cfg.outliers.size_invariant = true;
+  // A spec's figure for the check, as a live run passes it (coordinator/localize.cpp).
+  if (opt.reference > 0.0) cfg.outliers.reference[cfg.size_bytes] = opt.reference * opt.test_seconds;
   // The leaves go to the planner as a live campaign passes `scontrol show topology`.
   Planner planner(opt.nodes, cfg, layout.leaves, layout.names);
 
@@ -167,7 +169,7 @@ nlohmann::json summary(const SimulateOptions& opt, const Totals& t) {
           {"bad_rails", opt.bad_rails}, {"slow_factor", opt.slow_factor}, {"noise", opt.noise},
           {"stragglers", opt.stragglers}, {"dilution", opt.dilution}, {"per_peer", opt.per_peer},
           {"fault_rate", opt.fault_rate}, {"congestion_rate", opt.congestion_rate},
-          {"seed", opt.seed}, {"trials", opt.trials}, {"mode", opt.mode},
+          {"seed", opt.seed}, {"trials", opt.trials}, {"mode", opt.mode}, {"reference", opt.reference},
           {"precision", t.found == 0 ? 1.0 : static_cast<double>(t.tp) / static_cast<double>(t.found)},
           {"recall", t.truth == 0 ? 1.0 : static_cast<double>(t.tp) / static_cast<double>(t.truth)},
           {"exact_trials", t.exact}, {"unresolved", t.unresolved}, {"false_findings", t.false_findings},
@@ -184,7 +186,8 @@ void print_table(const SimulateOptions& opt, const nlohmann::json& j, std::ostre
   out << std::fixed << std::setprecision(3);
   out << "kiln simulate: model " << opt.model << ", " << opt.nodes << " nodes, " << opt.bad_nodes
       << " bad node(s), " << opt.bad_links << " bad link(s), " << opt.bad_rails << " bad rail(s), noise "
-      << opt.noise << ", " << opt.trials << " trial(s), mode " << opt.mode << "\n"
+      << opt.noise << ", " << opt.trials << " trial(s), mode " << opt.mode
+      << (opt.reference > 0.0 ? ", reference " + std::to_string(opt.reference).substr(0, 4) + "x" : std::string()) << "\n"
       << "  precision " << j["precision"].get<double>() << "  recall " << j["recall"].get<double>() << "  ("
       << j["exact_trials"] << "/" << opt.trials << " trials exact, " << j["accounted_trials"] << " accounted)\n"
       << "  false findings " << j["false_findings"] << " (in " << j["false_finding_trials"]

@@ -54,6 +54,10 @@ struct SimulateOptions {
   // max(1, factor x demand), a link only as max(1, factor x demand / (g-1)).
   bool rate_caps = false;
   double a2a_demand = 1.0;
+  // The planner's reference (OutlierConfig::reference, a spec's figure on a live run): a healthy
+  // group's figure as a multiple of test_seconds (1: exact; 1.1: a spec 10% slower than healthy);
+  // 0 gives it none, as a run without a spec figure for the check.
+  double reference = 0.0;
 };
 
 // The presets of --model: name and one line for --help.

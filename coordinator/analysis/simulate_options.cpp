@@ -98,6 +98,8 @@ void validate_options(const SimulateOptions& opt) {
   require(opt.mode == "adaptive" || opt.mode == "full", "--mode must be adaptive or full");
   require(opt.mode != "full" || opt.nodes <= 4096, "--mode full materialises every pair; use at most 4096 nodes");
   require(opt.slow_factor > 1.0, "--slow-factor must be above 1");
+  require(opt.reference == 0.0 || (opt.reference >= 0.1 && opt.reference <= 10.0),
+          "--reference must be 0 (none) or in [0.1, 10]");
   // The planner needs at least one slow observation for a finding; 0 would be silently raised to 1.
   require(opt.votes >= 1 && opt.votes <= 100, "--votes must be between 1 and 100");
   validate_model(opt);
@@ -155,7 +157,8 @@ const std::map<std::string, Setter>& setters() {
       {"congestion-factor", number(&SimulateOptions::congestion_factor)},
       {"rails", number(&SimulateOptions::rails)}, {"bad-rails", number(&SimulateOptions::bad_rails)},
       {"rail-balance", on_off(&SimulateOptions::rail_balance)},
-      {"rate-caps", on_off(&SimulateOptions::rate_caps)}, {"a2a-demand", number(&SimulateOptions::a2a_demand)}};
+      {"rate-caps", on_off(&SimulateOptions::rate_caps)}, {"a2a-demand", number(&SimulateOptions::a2a_demand)},
+      {"reference", number(&SimulateOptions::reference)}};
   return table;
 }
 

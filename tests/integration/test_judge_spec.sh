@@ -6,7 +6,8 @@
 # same findings from the run directory; without a spec the summary says nothing was judged against
 # expectations and the exit code is unchanged; a spec written from a known-good run passes; kiln
 # resume judges against the run's copy of the spec; HCAs and rdma-core are compared on a fixture
-# sysfs tree; a bad spec stops kiln run before anything starts.
+# sysfs tree; localization takes its reference from the spec's figure for its test; a bad spec stops
+# kiln run before anything starts.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/store_lib.sh"
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
@@ -209,6 +210,46 @@ assert len(sw) == 1 and sw[0]["code"] in ("software.version", "not.tested"), sw
 print("   ", count[0]["summary"])
 print("   ", sw[0]["summary"])
 PY
+
+# (h) Localization's reference: the spec's figure for its test inside the node (mpi.alltoall busbw
+# at its 4 MiB, any group size). 8 ranks by rank, so the adaptive search runs (under 8 the exact
+# one has no use for it). A figure the machine misses 1000-fold: every round is slow as a whole,
+# judged against it, and no rank passes for fine; one it easily reaches: the same clean run as
+# without a spec. Either way the report names the reference and where it came from.
+for want in 1000 0.001; do
+  cat > "$TMP/ref.toml" <<TOML
+[[class]]
+name = "local"
+hosts = "$HOST"
+optional = ["mpi.alltoall"]
+[class.figures."mpi.alltoall".intra.busbw]
+"4MiB" = { value = $want, tolerance = 0.10, source = "test figure $want" }
+TOML
+  OUT="$TMP/h$want"
+  "$KILN" run --launcher local --ranks 8 --localize-by rank --slow-cutoff 0.3 --out "$OUT" --quiet \
+    --tests host.inventory --spec "$TMP/ref.toml" > "$TMP/h$want.txt" 2>&1
+  rc=$?
+  python3 - "$OUT" "$want" "$rc" <<'PY' && pass "(h) reference $want GB/s: recorded, and judged against as it should" || { bad "(h) reference $want"; cat "$TMP/h$want.txt"; }
+import json, sys
+out, want, rc = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+rep = json.load(open(out + "/report.json"))
+loc = rep["localization"]
+ref = loc["reference"]
+assert ref["value"] == want and ref["scope"] == "intra" and f"test figure {sys.argv[2]}" in ref["source"], ref
+bases = {s["judgement"]["basis"] for r in loc["story"]["rounds"] for s in r["slow"] if "judgement" in s}
+units = set(loc["units"])
+named = {f["entity"]["id"] for f in rep["findings"] if f["code"].startswith(("localize.", "node.", "link."))}
+if want > 1:
+    assert rc == 1 and rep["verdict"] == "fail", (rc, rep["verdict"])
+    assert "reference(all-slow)" in bases, bases
+    assert named == units, (named, units)  # none passes for fine against a figure it misses 1000-fold
+    fine = [c for r in loc["story"]["rounds"] for c in r["concluded"] if "fine" in c]
+    assert not fine, fine
+else:
+    assert rc == 0 and rep["verdict"] == "pass" and not named, (rc, rep["verdict"], named)
+    assert not any(b.startswith("reference") for b in bases), bases
+PY
+done
 
 # A bad spec stops kiln run before anything is written: FILE:LINE:COL lines, exit 2.
 cat > "$TMP/bad.toml" <<'TOML'

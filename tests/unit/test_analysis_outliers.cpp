@@ -295,3 +295,86 @@ TEST_CASE("the pair floor is the higher one while the pair spread rests on few f
   // A clear slowdown is slow at either floor: 3x is z 6.1 at 0.18.
   CHECK(classify_round({{2, 0, 3.0, false}}, cfg, &shallow)[0].verdict == Verdict::Slow);
 }
+
+TEST_CASE("a reference tells a round made slow by half the nodes from one spread wide by noise", "[analysis][outliers]") {
+  // Healthy 16 nodes at 20% noise (seed 1213): 2 screen pairs read 0.73x of a healthy pair by
+  // chance, and the next round's pairs 1.4-1.75x of those. The history of the two fast pairs alone
+  // called that round all slow and named a false node.slow; against a reference the round is not
+  // all slow. Half the nodes 2x at 5% noise: against the reference it is.
+  OutlierConfig cfg;
+  History fast;
+  fast.add(2, 0, 0.72);
+  fast.add(2, 0, 0.74);
+  const std::vector<GroupSample> half_slow = {{2, 0, 1.0, false},  {2, 0, 1.03, false}, {2, 0, 1.70, false}, {2, 0, 1.85, false},
+                                              {2, 0, 1.95, false}, {2, 0, 2.05, false}, {2, 0, 2.10, false}, {2, 0, 1.90, false}};
+  const std::vector<GroupSample> wide = {{2, 0, 0.95, false}, {2, 0, 1.0, false},  {2, 0, 1.05, false}, {2, 0, 1.10, false},
+                                         {2, 0, 1.15, false}, {2, 0, 1.20, false}, {2, 0, 1.17, false}, {2, 0, 1.25, false}};
+  // Without a reference: the history's all-slow judgement names the noise.
+  auto judged = classify_round(wide, cfg, &fast);
+  CHECK(judged[7].basis == "history(all-slow)");
+  CHECK(judged[7].verdict == Verdict::Slow);
+
+  cfg.reference[0] = 1.0;  // seconds: lower is better
+  judged = classify_round(wide, cfg, &fast);
+  for (std::size_t i = 0; i < judged.size(); ++i) {
+    INFO("pair " << i);
+    CHECK(judged[i].verdict == Verdict::Fast);
+    CHECK(judged[i].basis.rfind("peers", 0) == 0);
+  }
+  judged = classify_round(half_slow, cfg, &fast);
+  CHECK(judged[0].verdict == Verdict::Fast);
+  CHECK(judged[1].verdict == Verdict::Fast);
+  for (std::size_t i = 2; i < judged.size(); ++i) {
+    INFO("pair " << i);
+    CHECK(judged[i].verdict == Verdict::Slow);
+    CHECK(judged[i].basis == "reference(all-slow)");
+  }
+  // Round 1 has no history at all: the reference alone, its spread floored.
+  judged = classify_round(half_slow, cfg, nullptr);
+  CHECK(judged[0].verdict == Verdict::Fast);
+  CHECK(judged[4].verdict == Verdict::Slow);
+  CHECK(judged[4].basis == "reference(all-slow)");
+  CHECK(judged[4].expected == Approx(1.0));
+}
+
+TEST_CASE("a loose reference leaves the round's own fast cluster as the baseline", "[analysis][outliers]") {
+  // A spec 25% slower than what the healthy groups reach: the fast pairs are the baseline, so a 2x
+  // pair still reads 2x, not 1.6x.
+  OutlierConfig cfg;
+  cfg.reference[0] = 1.25;
+  const std::vector<GroupSample> g = {{2, 0, 1.0, false},  {2, 0, 1.02, false}, {2, 0, 0.99, false}, {2, 0, 2.0, false},
+                                      {2, 0, 1.95, false}, {2, 0, 2.05, false}, {2, 0, 2.1, false},  {2, 0, 1.98, false}};
+  const auto judged = classify_round(g, cfg, nullptr);
+  CHECK(judged[3].basis == "reference(all-slow)");
+  CHECK(judged[3].slowness == Approx(2.0 / 1.0).epsilon(0.03));
+  CHECK(judged[3].verdict == Verdict::Slow);
+  CHECK(judged[1].verdict == Verdict::Fast);
+}
+
+TEST_CASE("a reference stands in for a history of slow groups, and for none, in a round of one group", "[analysis][outliers]") {
+  OutlierConfig cfg;
+  cfg.direction = Direction::HigherIsBetter;  // busbw, GB/s
+  cfg.reference[4 << 20] = 40.0;
+  History slow(true);
+  for (double bw : {20.0, 21.0, 19.5}) slow.add(2, 4 << 20, 1.0 / bw);  // costs of groups all at half
+  const std::vector<GroupSample> one = {{2, 4 << 20, 20.5, false}};
+  auto j = classify_round(one, cfg, &slow);
+  CHECK(j[0].basis == "reference");
+  CHECK(j[0].verdict == Verdict::Slow);
+  CHECK(j[0].expected == Approx(40.0));
+  j = classify_round(one, cfg, nullptr);
+  CHECK(j[0].basis == "reference");
+  CHECK(j[0].verdict == Verdict::Slow);
+  // A history near the reference is the baseline, as without one.
+  History near(true);
+  for (double bw : {39.0, 41.0, 40.5}) near.add(2, 4 << 20, 1.0 / bw);
+  j = classify_round({{2, 4 << 20, 39.5, false}}, cfg, &near);
+  CHECK(j[0].basis == "history");
+  CHECK(j[0].verdict == Verdict::Fast);
+  // A reference for another message size, or one that is not a figure, is none.
+  cfg.reference.clear();
+  cfg.reference[1 << 20] = 40.0;
+  CHECK(classify_round(one, cfg, &slow)[0].basis == "history");
+  cfg.reference[4 << 20] = 0.0;
+  CHECK(classify_round(one, cfg, &slow)[0].basis == "history");
+}

@@ -183,3 +183,29 @@ TEST_CASE("simulate: past 256 nodes a port capped below a pair test's rate is st
   // as a pair, and its ends checked in pair tests, at every size.
   check_capped_port_found_in_pair_tests(1100, 4);
 }
+
+// Half of a 16-node cluster 2x (`--model severity --bad-nodes 8`): with no reference the screen's
+// few fast pairs are the healthy ones, and seeds 3 and 5 pass with no finding at all; a reference (a
+// spec's figure for the check) names all 8 nodes. A healthy 16 nodes at 20% noise, seed 1213: with
+// no reference a false node.slow, with one nothing.
+TEST_CASE("simulate: a reference finds half of a small cluster slow, and keeps wide noise healthy", "[analysis][simulate]") {
+  auto o = kiln::analysis::parse_simulate_options({{"model", "severity"}, {"bad-nodes", "8"}, {"nodes", "16"}, {"per-peer", "on"}});
+  for (std::uint64_t seed : {3, 5}) {
+    INFO("seed " << seed);
+    o.reference = 0.0;
+    auto r = simulate_trial(o, seed, true);
+    CHECK(r.findings == 0);
+    o.reference = 1.0;
+    r = simulate_trial(o, seed, true);
+    CHECK(r.true_positives == 8);
+    CHECK(r.false_findings == 0);
+    CHECK(r.unresolved == 0);
+  }
+  auto h = kiln::analysis::parse_simulate_options(
+      {{"model", "diluted"}, {"bad-nodes", "0"}, {"bad-links", "0"}, {"noise", "0.2"}, {"nodes", "16"}, {"per-peer", "on"}});
+  CHECK(simulate_trial(h, 1213, true).false_findings == 1);
+  h.reference = 1.0;
+  const auto r = simulate_trial(h, 1213, true);
+  CHECK(r.false_findings == 0);
+  CHECK(r.findings == 0);
+}

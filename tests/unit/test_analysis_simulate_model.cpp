@@ -231,7 +231,8 @@ TEST_CASE("simulate --model presets and explicit options over them", "[analysis]
            {"fault-rate", "0", "--fault-rate"}, {"slow-factor", "1", "--slow-factor"},
            {"congestion-rate", "0.5", "--congestion-rate needs"}, {"stragglers", "0.9", "--stragglers"},
            {"topology-conf", "/nonexistent/topology.conf", "was not read"}, {"a2a-demand", "0", "--a2a-demand"},
-           {"a2a-demand", "1.5", "--a2a-demand"}}) {
+           {"a2a-demand", "1.5", "--a2a-demand"}, {"reference", "0.05", "--reference"}, {"reference", "-1", "--reference"},
+           {"reference", "11", "--reference"}}) {
     auto opt = parse_simulate_options({{flag, bad}});
     std::ostringstream out;
     CHECK(run_simulate(opt, out) == 2);

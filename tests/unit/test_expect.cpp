@@ -279,3 +279,47 @@ TEST_CASE("a run directory's expectations come from campaign.json and its copy o
   CHECK_THAT(old.label, Catch::Contains("before kiln judged against specs"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("localization's reference is the inter figure every node's class gives at the size, for any group size") {
+  const char* text = R"(
+[[class]]
+name = "a"
+hosts = "n[1-2]"
+[class.figures."mpi.alltoall".inter.busbw]
+"4MiB" = { value = 40, tolerance = 0.10, source = "from-run 2026-11" }
+"16MiB" = { value = 45, tolerance = 0.10, ranks = 2, source = "pairs" }
+[[class]]
+name = "b"
+hosts = "n3"
+[class.figures."mpi.alltoall".inter.busbw]
+"4MiB" = { value = 30, tolerance = 0.10, source = "older nodes" }
+[class.figures."mpi.alltoall".intra.busbw]
+"1MiB" = { value = 100, tolerance = 0.10, source = "inside" }
+)";
+  const auto e = expect(text);
+  auto ref = analysis::group_reference(e, nodes(), "mpi.alltoall", "busbw", MiB(4), spec::GroupScope::Inter);
+  REQUIRE(ref);
+  CHECK(ref->value == 30.0);  // the least demanding of the classes
+  CHECK_THAT(ref->source, Catch::Contains("t.toml: class b, 30 GB/s (older nodes)"));
+  ref = analysis::group_reference(e, {node("n1", {0}), node("n2", {1})}, "mpi.alltoall", "busbw", MiB(4), spec::GroupScope::Inter);
+  REQUIRE(ref);
+  CHECK(ref->value == 40.0);
+  // Only a figure for any group size; not intra; not at another size; not for another metric.
+  CHECK_FALSE(analysis::group_reference(e, {node("n1", {0})}, "mpi.alltoall", "busbw", MiB(16), spec::GroupScope::Inter));
+  CHECK_FALSE(analysis::group_reference(e, {node("n3", {0})}, "mpi.alltoall", "busbw", MiB(1), spec::GroupScope::Inter));
+  CHECK_FALSE(analysis::group_reference(e, nodes(), "mpi.alltoall", "busbw", MiB(2), spec::GroupScope::Inter));
+  CHECK_FALSE(analysis::group_reference(e, nodes(), "mpi.alltoall", "algbw", MiB(4), spec::GroupScope::Inter));
+  // Inside one node: the intra figure.
+  ref = analysis::group_reference(e, {node("n3", {0})}, "mpi.alltoall", "busbw", MiB(1), spec::GroupScope::Intra);
+  REQUIRE(ref);
+  CHECK(ref->value == 100.0);
+  CHECK(ref->scope == "intra");
+  CHECK_FALSE(analysis::group_reference(e, {node("n3", {0})}, "mpi.alltoall", "busbw", MiB(1), spec::GroupScope::None));
+  // A node of no class: no reference for the group.
+  auto more = nodes();
+  more.push_back(node("n9", {9}));
+  CHECK_FALSE(analysis::group_reference(e, more, "mpi.alltoall", "busbw", MiB(4), spec::GroupScope::Inter));
+  // No spec: none.
+  Expectations off;
+  CHECK_FALSE(analysis::group_reference(off, nodes(), "mpi.alltoall", "busbw", MiB(4), spec::GroupScope::Inter));
+}
