@@ -14,7 +14,8 @@ Cells (each at every N of --sizes, --seeds seeds; healthy cells at 10x the seeds
   rate-cap 2x    a node and a link capped at half a pair test's rate, all-to-all at the port's rate
                  and at 0.4 of it (--a2a-demand)                 -> reported (no target: a capped link
                                                                      shows in pair tests only)
-One-fault cells must also finish within 2*log2(N)+10 rounds (worst seed). Groups report per-edge figures
+One-fault cells must also finish within 2*log2(N)+10 rounds (worst seed). --reference F gives the planner a
+reference (kiln simulate --reference: a spec's figure for the check, F times a healthy group's). Groups report per-edge figures
 (--per-peer on, as a live round does) unless --per-peer off. Noise is lognormal 5% with
 0.5% heavy-tailed stragglers unless the cell says otherwise. --time-large times one N=16384 trial of
 each model. Only the Python standard library; one cell at a time (one core).
@@ -109,10 +110,15 @@ def main():
     ap.add_argument("--per-peer", choices=["on", "off"], default="on",
                     help="per-edge figures from groups of up to 256, as a live round times them (on); "
                          "ignored when --runner already passes --per-peer")
+    ap.add_argument("--reference", type=float, default=0.0,
+                    help="give the planner a reference, as a spec's figure for the check does on a live run: "
+                         "a healthy group's figure times this (1: exact); 0, the default, none")
     args = ap.parse_args()
     cmd = find_runner(args.runner)
     if "--per-peer" not in cmd:
         cmd = cmd + ["--per-peer", args.per_peer]
+    if args.reference:
+        cmd = cmd + ["--reference", str(args.reference)]
     keep = set(args.models.split(",")) if args.models else None
     sizes = [int(x) for x in args.sizes.split(",")]
 
