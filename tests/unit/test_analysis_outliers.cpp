@@ -378,3 +378,30 @@ TEST_CASE("a reference stands in for a history of slow groups, and for none, in 
   cfg.reference[4 << 20] = 0.0;
   CHECK(classify_round(one, cfg, &slow)[0].basis == "history");
 }
+
+TEST_CASE("against a reference, a history of a few figures lends no spread", "[analysis][outliers]") {
+  // Two fast pair figures 0.9 and 1.1: their widened MAD is 0.25, against which a 2x pair reads z 2.8
+  // and would pass for fine (k = 8 of 16 nodes 2x at 10% noise: such suspects became known-good
+  // partners, and 10 campaigns in 100 named a healthy node). The floor (half the relative cutoff)
+  // is the spread until the history is deep.
+  OutlierConfig cfg;
+  cfg.reference[0] = 1.0;
+  History two;
+  two.add(2, 0, 0.9);
+  two.add(2, 0, 1.1);
+  const std::vector<GroupSample> g = {{2, 0, 1.0, false}, {2, 0, 1.05, false}, {2, 0, 1.8, false}, {2, 0, 1.9, false},
+                                      {2, 0, 2.0, false}, {2, 0, 2.1, false}, {2, 0, 1.95, false}, {2, 0, 1.85, false}};
+  auto judged = classify_round(g, cfg, &two);
+  for (std::size_t i = 2; i < g.size(); ++i) {
+    INFO("pair " << i);
+    CHECK(judged[i].basis == "reference(all-slow)");
+    CHECK(judged[i].verdict == Verdict::Slow);
+  }
+  CHECK(judged[0].verdict == Verdict::Fast);
+  // A deep history's spread is its own: 8 figures spread 0.3 keep a 1.8x pair under z 4.
+  History deep;
+  for (double v : {0.7, 0.8, 0.9, 1.0, 1.0, 1.1, 1.25, 1.4}) deep.add(2, 0, v);
+  judged = classify_round(g, cfg, &deep);
+  CHECK(judged[2].basis == "reference(all-slow)");
+  CHECK(judged[2].verdict == Verdict::Fast);
+}
