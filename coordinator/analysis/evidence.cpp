@@ -258,9 +258,9 @@ void Planner::Impl::update_link(int a, int b, LinkData& l, const std::vector<Pai
   // (which would make it pair-only): a port capped 1.25x, which the all-to-all at 0.4 of a pair
   // test's rate never reaches, read fine once with another partner (z 3) and was named as its link
   // in 5 of 50 campaigns at 1,024 nodes; with this, 1 of 50. Up to 256 nodes nothing changes.
-  const double limit = pair_only_fine_limit(l);
-  const bool ends_fine = !l.opened_by_pair || !edges_seen || (fine_in_pairs(a, b, limit) && fine_in_pairs(b, a, limit));
-  if (votes > fast && votes >= link_votes_needed() && ends_fine) {  // the cheap test first: the rule counts every pair test
+  // The cheap tests first: the ends' check reads every pair test.
+  if (votes > fast && votes >= link_votes_needed() &&
+      (!l.opened_by_pair || !edges_seen || ends_fine_in_pairs(a, b, l))) {
     l.confirmed = true;
     l.confirmed_round = book.next_id - 1;
     note(link_id(a, b) + " is slow while both ends are fine with other partners: slow link (" +
@@ -306,6 +306,11 @@ double Planner::Impl::pair_only_fine_limit(const LinkData& l) const {
   return std::sqrt(std::max(1.0, v[v.size() / 2]));
 }
 
+bool Planner::Impl::ends_fine_in_pairs(int a, int b, const LinkData& l) const {
+  const double limit = pair_only_fine_limit(l);
+  return fine_in_pairs(a, b, limit) && fine_in_pairs(b, a, limit);
+}
+
 // A pair-only link is confirmed on pair retests alone (its slow pair tests after the one that
 // opened it), against what its groups said, so it needs a vote more than a link candidate (three at
 // least) and no fast retest: at 20% noise a healthy pair
@@ -326,8 +331,7 @@ void Planner::Impl::decide_pair_only_link(int a, int b) {
   const int fast = l.fast_pair_tests;
   // Slow again in a pair retest: from now on its ends are tested in pairs and judged on them.
   if (votes > 0) nodes[a].pair_checked = nodes[b].pair_checked = true;
-  const double limit = pair_only_fine_limit(l);
-  if (votes >= pair_only_votes() && fast == 0 && fine_in_pairs(a, b, limit) && fine_in_pairs(b, a, limit)) {
+  if (votes >= pair_only_votes() && fast == 0 && ends_fine_in_pairs(a, b, l)) {
     l.confirmed = true;
     l.confirmed_round = book.next_id - 1;
     note(link_id(a, b) + " is slow in " + std::to_string(votes) + " pair retests while both ends are fine with "

@@ -437,6 +437,8 @@ struct Planner::Impl : Setup, Evidence {
   // A fast pair test of u, at most limit times slower than expected, with a partner but except.
   bool fine_in_pairs(int u, int except, double limit = std::numeric_limits<double>::infinity()) const;
   double pair_only_fine_limit(const LinkData& l) const;
+  // Both ends of link a<->b fine in pair tests with other partners, by pair_only_fine_limit(l).
+  bool ends_fine_in_pairs(int a, int b, const LinkData& l) const;
   int fast_pair_tests_of(int u) const;
 
   // evidence_intermittent.cpp
