@@ -334,23 +334,18 @@ std::optional<GroupReference> group_reference(const Expectations& e, const std::
                                               std::int64_t size_bytes, GroupScope scope) {
   if (e.mode == ExpectMode::Off || nodes.empty() || scope == GroupScope::None) return std::nullopt;
   const Figure* chosen = nullptr;
-  const Assigned* chosen_class = nullptr;
-  std::vector<Assigned> classes;
-  classes.reserve(nodes.size());
-  for (const auto& n : nodes) classes.push_back(class_of(e, n));
-  for (const auto& a : classes) {
-    if (!a.cls) return std::nullopt;
-    const Figure* f = nullptr;
-    for (const auto& x : a.cls->figures)
-      if (x.check == check && x.metric == metric && x.scope == scope && x.size_bytes == size_bytes && !x.ranks)
-        f = &x;
-    if (!f) return std::nullopt;
+  Assigned chosen_class;
+  for (const auto& n : nodes) {
+    const Assigned a = class_of(e, n);
+    // A class has at most one figure per check, metric, scope and size (the spec refuses a repeat).
+    const Figure* f = a.cls ? a.cls->figure(check, metric, scope, size_bytes) : nullptr;
+    if (!f || f->ranks) return std::nullopt;
     const bool easier = !chosen || (f->higher_is_better ? f->value < chosen->value : f->value > chosen->value);
-    if (easier) chosen = f, chosen_class = &a;
+    if (easier) chosen = f, chosen_class = a;
   }
-  const std::string where = e.mode == ExpectMode::Spec ? e.label : profile_name(*chosen_class->spec);
+  const std::string where = e.mode == ExpectMode::Spec ? e.label : profile_name(*chosen_class.spec);
   return GroupReference{chosen->value, spec::to_string(scope),
-                        where + ": class " + chosen_class->cls->name + ", " + short_number(chosen->value) + " " +
+                        where + ": class " + chosen_class.cls->name + ", " + short_number(chosen->value) + " " +
                             chosen->unit + " (" + chosen->source + ")"};
 }
 
