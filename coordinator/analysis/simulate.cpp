@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "common/findings.hpp"
+#include "common/text.hpp"
 #include "coordinator/analysis/planner.hpp"
 #include "coordinator/analysis/simulate_internal.hpp"
 #include "coordinator/analysis/simulate_model.hpp"
@@ -187,7 +188,7 @@ void print_table(const SimulateOptions& opt, const nlohmann::json& j, std::ostre
   out << "kiln simulate: model " << opt.model << ", " << opt.nodes << " nodes, " << opt.bad_nodes
       << " bad node(s), " << opt.bad_links << " bad link(s), " << opt.bad_rails << " bad rail(s), noise "
       << opt.noise << ", " << opt.trials << " trial(s), mode " << opt.mode
-      << (opt.reference > 0.0 ? ", reference " + std::to_string(opt.reference).substr(0, 4) + "x" : std::string()) << "\n"
+      << (opt.reference > 0.0 ? ", reference " + short_number(opt.reference) + "x" : std::string()) << "\n"
       << "  precision " << j["precision"].get<double>() << "  recall " << j["recall"].get<double>() << "  ("
       << j["exact_trials"] << "/" << opt.trials << " trials exact, " << j["accounted_trials"] << " accounted)\n"
       << "  false findings " << j["false_findings"] << " (in " << j["false_finding_trials"]
