@@ -136,6 +136,12 @@ void judge_by_spec(const std::vector<double>& logs, const std::vector<std::size_
   }
 }
 
+// The spread a round judged against the history is judged with: the history's, floored while no
+// key has enough figures for a spread of its own (History::Ref::no_spread).
+double history_sigma(const History::Ref& hist, double rel_limit) {
+  return hist.no_spread ? std::max(hist.log_sigma, few_values_floor(rel_limit)) : hist.log_sigma;
+}
+
 // The spread a round judged against the reference is judged with: the history's only when it rests on
 // enough figures, else the floor (half the relative cutoff). The MAD of 2-4 fast pair figures came
 // out at 0.17 against a true 0.05, a 2x suspect read z 3.8 and passed for fine, and the healthy
@@ -164,8 +170,7 @@ Baseline peer_baseline(const std::vector<double>& logs, const History::Ref* hist
     return {lo, reference_sigma(hist, rel_limit), "reference(all-slow)"};
   }
   if (!ref && hist && med - hist->log_median > rel_limit)
-    return {hist->log_median, hist->no_spread ? std::max(hist->log_sigma, few_values_floor(rel_limit)) : hist->log_sigma,
-            "history(all-slow)"};
+    return {hist->log_median, history_sigma(*hist, rel_limit), "history(all-slow)"};
   Baseline b;
   b.log_exp = med;
   // The history's spread when it rests on more groups than this round has.
@@ -210,8 +215,7 @@ std::optional<Baseline> baseline(const std::vector<double>& logs, const History:
   if (hist) {
     // One or two earlier figures and no spread anywhere: they cannot tell a 25% slowdown from
     // noise, so only a clear one counts (z_cutoff x half the relative cutoff), not 1% of it.
-    const double sigma = hist->no_spread ? std::max(hist->log_sigma, few_values_floor(rel_limit)) : hist->log_sigma;
-    return Baseline{hist->log_median, sigma, "history"};
+    return Baseline{hist->log_median, history_sigma(*hist, rel_limit), "history"};
   }
   // Two groups and nothing else to go by (a tiny cluster, or a timeout took a peer): the
   // faster one is the reference and only the relative cutoff can speak.
