@@ -143,12 +143,19 @@ double history_sigma(const History::Ref& hist, double rel_limit) {
 }
 
 // The spread a round judged against the reference is judged with: the history's only when it rests on
-// enough figures, else the floor (half the relative cutoff). The MAD of 2-4 fast pair figures came
-// out at 0.17 against a true 0.05, a 2x suspect read z 3.8 and passed for fine, and the healthy
-// nodes it was then paired with read slow against it (k = 8 of 16 nodes 2x at 10% noise: 10
-// campaigns in 100 with a false node.slow, none with the floor; recall 0.67 -> 0.97).
+// enough figures, else a floor of a third of the relative cutoff, so a group is slow against the
+// reference from 1.35x (z_cutoff 4). The MAD of 2-4 fast pair figures came out at 0.17 against a
+// true 0.05, a 2x suspect read z 3.8 and passed for fine, and the healthy nodes it was then paired
+// with read slow against it (k = 8 of 16 nodes 2x at 10% noise: 10 campaigns in 100 with a false
+// node.slow, none with a floor; recall 0.67 -> 0.97). The floor was half the relative cutoff (slow
+// from 1.56x): on the 12-node testbed with 6 ports at half rate, a slow node with a healthy one read
+// 1.5x (z 3.6), passed for fine, and its pairs fed the history; nothing was found. With a third,
+// all 6 were node.slow in 5 rounds. Simulated, 100 seeds (12 nodes, 6 of them 1.5x, at 2/5/10%
+// noise: recall 0.82/0.46/0.02 -> 0.98/0.91/0.49, false 1/4/4 -> 0/0/3, silent 3/10/79 -> 1/1/19;
+// 8 of 16 nodes 2x at 20%: 0.64 -> 0.87, false 4 -> 0). A quarter (slow from the cutoff's 1.25x)
+// named healthy nodes there in 10 campaigns in 100.
 double reference_sigma(const History::Ref* hist, double rel_limit) {
-  return hist && hist->count >= History::kOwnSpread ? hist->log_sigma : few_values_floor(rel_limit);
+  return hist && hist->count >= History::kOwnSpread ? hist->log_sigma : rel_limit / 3.0;
 }
 
 // 2. Peers, unless every peer is slow against the reference or, without one, against history (no

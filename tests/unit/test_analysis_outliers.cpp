@@ -405,3 +405,38 @@ TEST_CASE("against a reference, a history of a few figures lends no spread", "[a
   CHECK(judged[2].basis == "reference(all-slow)");
   CHECK(judged[2].verdict == Verdict::Fast);
 }
+
+TEST_CASE("against a reference, a pair 1.5x slow is slow before the history is deep", "[analysis][outliers]") {
+  // The 12-node testbed at 200 Mbit/s with 6 ports at half rate, round 1 (figures as times, the
+  // reference 1): a slow node with a healthy one reads 1.5x, two slow ones 1.95x. Against a floor
+  // of half the relative cutoff 1.5x was z 3.6 and passed for fine; the floor is a third of it.
+  OutlierConfig cfg;
+  cfg.reference[0] = 1.0;
+  const std::vector<GroupSample> r1 = {{2, 0, 1.0, false},   {2, 0, 1.494, false}, {2, 0, 1.51, false},
+                                       {2, 0, 1.481, false}, {2, 0, 1.495, false}, {2, 0, 1.95, false}};
+  auto judged = classify_round(r1, cfg, nullptr);
+  CHECK(judged[0].verdict == Verdict::Fast);
+  for (std::size_t i = 1; i < r1.size(); ++i) {
+    INFO("pair " << i);
+    CHECK(judged[i].basis == "reference(all-slow)");
+    CHECK(judged[i].verdict == Verdict::Slow);
+    CHECK(judged[i].z >= 5.0);
+  }
+  // Round 2: the history holds round 1's one fast pair; a slow node with a known-good one is 1.5x.
+  History one;
+  one.add(2, 0, 1.0);
+  const std::vector<GroupSample> r2 = {{2, 0, 1.01, false}, {2, 0, 1.50, false}, {2, 0, 1.52, false}, {2, 0, 1.49, false}};
+  judged = classify_round(r2, cfg, &one);
+  CHECK(judged[0].verdict == Verdict::Fast);
+  for (std::size_t i = 1; i < r2.size(); ++i) {
+    INFO("pair " << i);
+    CHECK(judged[i].basis == "reference(all-slow)");
+    CHECK(judged[i].verdict == Verdict::Slow);
+  }
+  // Still z_cutoff against the floor, not the relative cutoff alone: 1.3x (z 3.5) is not slow
+  // against the reference in a round of one pair, 1.4x (z 4.5) is.
+  CHECK(classify_round({{2, 0, 1.3, false}}, cfg, &one)[0].basis == "history");
+  CHECK(classify_round({{2, 0, 1.3, false}}, cfg, nullptr)[0].verdict == Verdict::Fast);
+  CHECK(classify_round({{2, 0, 1.4, false}}, cfg, nullptr)[0].verdict == Verdict::Slow);
+  CHECK(classify_round({{2, 0, 1.4, false}}, cfg, nullptr)[0].basis == "reference");
+}
