@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <tuple>
 #include <stdexcept>
 
@@ -30,11 +31,12 @@ std::pair<std::string, std::string> link_hosts(const std::string& id) {
   return std::minmax(a, b);
 }
 
-void FigureSummarizer::add(const Result& r) {
+void FigureSummarizer::add(const Result& r, const std::set<std::string>* only_hosts) {
   const auto* spec = find_check(r.test);
   if (r.status != Status::Pass || !spec || !spec->figure || r.metric != spec->figure->metric) return;
   const std::int64_t size = spec->figure->per_size && r.size_bytes ? *r.size_bytes : -1;
   const auto put = [&](const std::string& host, const std::string& peer) {
+    if (only_hosts && !only_hosts->count(host)) return;
     auto& a = acc_[{host, peer, r.test}];
     if (size < a.size) return;
     if (size > a.size) a.values.clear();
@@ -68,17 +70,46 @@ std::vector<HistFigure> FigureSummarizer::figures() const {
   return out;
 }
 
-std::vector<HistFigure> figures_of(const fs::path& results) {
+namespace {
+
+template <class Fn>
+void each_result(const fs::path& results, Fn&& fn) {
   std::ifstream in(results);
-  FigureSummarizer s;
   for (std::string line; std::getline(in, line);) {
     try {
       const auto rec = proto::parse_body(line).get<Record>();
-      if (const auto* r = std::get_if<Result>(&rec)) s.add(*r);
+      if (const auto* r = std::get_if<Result>(&rec)) fn(*r);
     } catch (const std::exception&) {  // a torn or malformed line: kiln report counts those
     }
   }
+}
+
+}  // namespace
+
+std::vector<HistFigure> figures_of(const fs::path& results, const std::set<std::string>& slow_nodes) {
+  // The groups (test, round, group) that held a slow node: a first pass, only when there is one.
+  using GroupKey = std::tuple<std::string, std::int64_t, int>;
+  std::set<GroupKey> with_slow;
+  if (!slow_nodes.empty())
+    each_result(results, [&](const Result& r) {
+      if (r.group_id >= 0 && slow_nodes.count(r.host)) with_slow.insert({r.test, r.round_id, r.group_id});
+    });
+  FigureSummarizer s;
+  each_result(results, [&](const Result& r) {
+    const bool shared = r.group_id >= 0 && with_slow.count({r.test, r.round_id, r.group_id});
+    s.add(r, shared ? &slow_nodes : nullptr);
+  });
   return s.figures();
+}
+
+std::set<std::string> slow_nodes_of(const json& report) {
+  std::set<std::string> out;
+  for (const auto& f : report.value("findings", json::array())) {
+    if (!f.is_object() || f.value("code", "") != "node.slow") continue;
+    const auto e = f.value("entity", json::object());
+    if (e.is_object() && e.value("kind", "") == "node" && !e.value("id", "").empty()) out.insert(e.value("id", ""));
+  }
+  return out;
 }
 
 RunSummary summarize(const json& report, std::vector<HistFigure> figures, const std::string& plan,
@@ -137,7 +168,7 @@ RunSummary summarize_run_dir(const fs::path& dir) {
   std::string plan;
   if (campaign.is_object() && campaign.contains("config") && campaign["config"].is_object())
     plan = campaign["config"].value("tests", "");
-  auto figures = figures_of(dir / "results.jsonl");
+  auto figures = figures_of(dir / "results.jsonl", slow_nodes_of(report));
   add_params_basis(figures, dir / "campaign.json");
   return summarize(report, std::move(figures), plan, fs::absolute(dir).lexically_normal().string());
 }

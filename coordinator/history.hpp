@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -46,7 +47,9 @@ struct RunSummary {
 // pair test's link figure counts for the link and for both its nodes.
 class FigureSummarizer {
  public:
-  void add(const Result& r);
+  // only_hosts: when given, only these hosts take the figure (a group that held a node.slow node:
+  // its figure is that node's, not its healthy partners').
+  void add(const Result& r, const std::set<std::string>* only_hosts = nullptr);
   std::vector<HistFigure> figures() const;
 
  private:
@@ -67,8 +70,12 @@ RunSummary summarize(const nlohmann::json& report, std::vector<HistFigure> figur
                      const std::string& run_dir);
 // Reads DIR/report.json, DIR/campaign.json and DIR/results.jsonl (unreadable lines are skipped).
 RunSummary summarize_run_dir(const std::filesystem::path& dir);
-// The figures of DIR/results.jsonl.
-std::vector<HistFigure> figures_of(const std::filesystem::path& results);
+// The figures of DIR/results.jsonl. A group's figure is every member's, so a group that held one of
+// slow_nodes (the run's node.slow findings, slow_nodes_of) counts for those members only: a healthy
+// node paired with slow ones in most localization rounds read "regressed" by 27% on the testbed.
+std::vector<HistFigure> figures_of(const std::filesystem::path& results, const std::set<std::string>& slow_nodes = {});
+// The nodes a report's node.slow findings name.
+std::set<std::string> slow_nodes_of(const nlohmann::json& report);
 
 struct RegressionConfig {
   int runs = 5;            // compare with the median of this many earlier runs

@@ -14,7 +14,7 @@ std::optional<RunSummary> compare_with_history(Report& rep, const fs::path& db_p
                                                const fs::path& run_dir, const std::string& plan) {
   try {
     const nlohmann::json j = rep;
-    auto figures = figures_of(run_dir / "results.jsonl");
+    auto figures = figures_of(run_dir / "results.jsonl", slow_nodes_of(j));
     add_params_basis(figures, run_dir / "campaign.json");
     RunSummary s = summarize(j, std::move(figures), plan, fs::absolute(run_dir).lexically_normal().string());
     HistoryDb db(db_path, /*create=*/true);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "common/findings.hpp"
 #include "coordinator/drain.hpp"
@@ -211,4 +212,44 @@ TEST_CASE("history summary: a node's median at a sweep's largest size, and links
   CHECK(got.at({"n1", ""}) == Approx(5.5));
   CHECK(link_hosts("b<->a/rail1") == std::pair<std::string, std::string>("a", "b"));
   CHECK(link_hosts("node3").first.empty());
+}
+
+TEST_CASE("history summary: a group that held a slow node is that node's figure, not its partners'", "[history]") {
+  // The 12-node testbed with 6 nodes behind half-rate ports: node10, healthy, was paired with slow
+  // nodes in most localization rounds, and its all-to-all figure read 27% below its earlier runs.
+  const fs::path file = fs::temp_directory_path() / ("kiln-figs-" + std::to_string(::getpid()) + ".jsonl");
+  {
+    std::ofstream out(file);
+    auto line = [&](const std::string& host, std::int64_t round, int group, double v) {
+      Result x;
+      x.test = "mpi.alltoall", x.host = host, x.metric = "busbw", x.value = v, x.unit = "GB/s";
+      x.round_id = round, x.group_id = group, x.size_bytes = 4 << 20;
+      json j = x;
+      j["record"] = "result";
+      out << j.dump() << "\n";
+    };
+    line("n1", 1, 0, 6.0), line("n2", 1, 0, 6.0);    // n1 (slow) with n2
+    line("n3", 1, 1, 12.0), line("n4", 1, 1, 12.0);  // healthy
+    line("n2", 2, 0, 6.5), line("n1", 2, 0, 6.5);    // n1 with n2 again: n2's figure is n1's
+    line("n2", 2, 1, 12.5), line("n3", 2, 1, 12.5);  // group 1 of round 2 has no slow node
+    line("n1", 3, 0, 5.0), line("n4", 3, 0, 5.0);    // n4 with n1 in round 3
+    out << "{torn\n";
+  }
+  auto by_host = [](const std::vector<HistFigure>& figs) {
+    std::map<std::string, double> m;
+    for (const auto& f : figs) m[f.host] = f.value;
+    return m;
+  };
+  const auto all = by_host(figures_of(file));
+  CHECK(all.at("n2") == Approx(6.5));  // median of 6, 6.5, 12.5
+  const auto kept = by_host(figures_of(file, {"n1"}));
+  CHECK(kept.at("n2") == Approx(12.5));
+  CHECK(kept.at("n1") == Approx(6.0));  // its own figure: median of 6, 6.5, 5
+  CHECK(kept.at("n3") == Approx(12.25));
+  CHECK(kept.at("n4") == Approx(12.0));  // round 3 held n1
+  CHECK(slow_nodes_of(json::parse(R"({"findings": [
+      {"code": "node.slow", "entity": {"kind": "node", "id": "n1"}},
+      {"code": "link.slow", "entity": {"kind": "link", "id": "n2<->n3"}},
+      {"code": "node.regressed", "entity": {"kind": "node", "id": "n4"}}, 7]})")) == std::set<std::string>{"n1"});
+  fs::remove(file);
 }
