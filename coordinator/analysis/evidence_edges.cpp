@@ -348,6 +348,7 @@ void Planner::Impl::mark_pair_only(int a, int b, LinkData& l) {
   if (l.edge_slow > 0 && std::none_of(l.edge_z.begin(), l.edge_z.end(), [](double z) { return z < kClearZ; })) return;
   l.pair_only = true;
   ++pair_only_links;
+  pair_rate_memo.reset();  // its retests leave the base rate
   note(link_id(a, b) + " is within its group's edges but was slow in a pair test: retested as a pair, "
        "since a rate cap shows only at a pair test's rate");
 }

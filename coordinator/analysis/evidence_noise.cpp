@@ -113,10 +113,13 @@ bool Planner::Impl::base_rate_pair(const PairTest& t) const {
 }
 
 double Planner::Impl::pair_slow_rate() const {
+  if (pair_rate_memo_on && pair_rate_memo) return *pair_rate_memo;
   long tests = 0, slow = 0;
   for (const auto& t : pair_tests)
     if (base_rate_pair(t)) ++tests, slow += t.slow ? 1 : 0;
-  return pair_rate_of(tests, slow);
+  const double rate = pair_rate_of(tests, slow);
+  if (pair_rate_memo_on) pair_rate_memo = rate;
+  return rate;
 }
 
 // The floor (3) is the rule calibrated for 0.5% stragglers; noise.hpp's repeats_needed raises it.

@@ -257,6 +257,11 @@ struct Evidence {
   std::map<std::pair<int, int>, int> sightings;    // slow readings of edges no suspicion holds
   std::vector<double> edge_spread;                 // edge deviations of groups read so far, pooled
   int pair_only_links = 0;                         // links marked LinkData::pair_only
+  // pair_slow_rate() kept while update_links walks the links, which changes none of what it reads
+  // but a link turned pair-only (mark_pair_only drops it): it walks every pair test, and every
+  // pair-only link asked it twice per round (a tenth of an 8,192-node trial).
+  bool pair_rate_memo_on = false;
+  mutable std::optional<double> pair_rate_memo;
   std::uint64_t edge_spread_seen = 0;
 };
 
