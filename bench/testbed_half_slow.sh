@@ -5,14 +5,15 @@
 # reference, docs/localization.md "The reference from the spec"). Without the reference a cluster
 # half slow has no healthy majority to be slow against. Each run prints one line; a run is right
 # when every slow node is named node.slow and no localization finding names a healthy node.
-# Brings the testbed up with NODES nodes and takes it down at the end. Run as root.
+# Brings the testbed up with NODES nodes and takes it down at the end. Run as root; KILN_KEEP_TMP=1
+# keeps the run directories.
 #
 #   KILN_BIN=build/bin bash bench/testbed_half_slow.sh [--repeat 3] [--nodes 12] [--slow 2,4,5,8,9,11]
 #                                                       [--no-spec]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-KILN_BIN=$(cd "${KILN_BIN:-$ROOT/build/bin}" && pwd)
-TB=$ROOT/tests/cluster/testbed
+export KILN_BIN=${KILN_BIN:-$ROOT/build/bin}
+KILN_BIN=$(cd "$KILN_BIN" && pwd)
 repeat=3 nodes=12 slow=2,4,5,8,9,11 spec=1
 while [ $# -gt 0 ]; do
   case $1 in
@@ -20,25 +21,19 @@ while [ $# -gt 0 ]; do
     --nodes) nodes=${2:?--nodes N}; shift 2 ;;
     --slow) slow=${2:?--slow LIST}; shift 2 ;;
     --no-spec) spec=0; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-TMP=$(mktemp -d /tmp/kiln-half.XXXXXX)
-trap '"$TB" down > /dev/null 2>&1; rm -rf "$TMP"' EXIT
-"$TB" down > /dev/null 2>&1
-"$TB" up "$nodes" > "$TMP/up.log" 2>&1 || { cat "$TMP/up.log"; exit 1; }
-eval "$("$TB" env)"
-"$TB" fabric 200mbit > /dev/null
-for k in ${slow//,/ }; do "$TB" fault slow "node$k" 100mbit > /dev/null || exit 1; done
-cat > "$TMP/ref.toml" <<'TOML'
-[[class]]
-name = "testbed"
-partition = "debug"
-optional = ["mpi.alltoall"]
-[class.figures."mpi.alltoall".inter.busbw]
-"4MiB" = { value = 0.0128, tolerance = 0.10, source = "a healthy testbed pair at 200 Mbit/s" }
-TOML
+# TMP, at_exit, the schema check of every run directory and KILN_KEEP_TMP come with the library.
+source "$ROOT/tests/cluster/localize_lib.sh"
+at_exit '"$TESTBED" down > /dev/null 2>&1'
+"$TESTBED" down > /dev/null 2>&1
+"$TESTBED" up "$nodes" > "$TMP/up.log" 2>&1 || { cat "$TMP/up.log"; exit 1; }
+eval "$("$TESTBED" env)"
+"$TESTBED" fabric 200mbit > /dev/null
+for k in ${slow//,/ }; do "$TESTBED" fault slow "node$k" 100mbit > /dev/null || exit 1; done
+reference_spec "$TMP/ref.toml" 0.0128 "a healthy testbed pair at 200 Mbit/s"
 spec_args=()
 [ "$spec" -eq 1 ] && spec_args=(--spec "$TMP/ref.toml")
 echo "$nodes nodes, slowed: node${slow//,/ node}; reference: $([ "$spec" -eq 1 ] && echo 0.0128 GB/s || echo none)"
@@ -46,7 +41,7 @@ right=0
 for i in $(seq 1 "$repeat"); do
   out=$TMP/run$i
   start=$SECONDS
-  "$KILN_BIN/kiln" run --partition debug --nodes "$nodes" --out "$out" --tests host.inventory --no-history \
+  "$KILN" run --partition debug --nodes "$nodes" --out "$out" --tests host.inventory --no-history \
     --localize-by node --localize-bytes 4194304 --localize-deadline 30 --deadline 60 "${spec_args[@]}" \
     > "$out.summary" 2> "$out.stderr"
   rc=$?

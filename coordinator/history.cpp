@@ -105,7 +105,7 @@ std::vector<HistFigure> figures_of(const fs::path& results, const std::set<std::
 std::set<std::string> slow_nodes_of(const json& report) {
   std::set<std::string> out;
   for (const auto& f : report.value("findings", json::array())) {
-    if (!f.is_object() || f.value("code", "") != "node.slow") continue;
+    if (!f.is_object() || f.value("code", "") != to_string(Code::NodeSlow)) continue;
     const auto e = f.value("entity", json::object());
     if (e.is_object() && e.value("kind", "") == "node" && !e.value("id", "").empty()) out.insert(e.value("id", ""));
   }

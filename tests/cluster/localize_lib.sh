@@ -65,6 +65,20 @@ no_finding_when_cleared() {
   [ $RC -eq 0 ] && [ -z "$f" ] && pass "fault cleared: exit 0, no finding" || { bad "clean run: exit $RC, findings: $f"; show_run "$out"; }
 }
 
+# reference_spec FILE VALUE SOURCE: a spec whose class "testbed" (partition debug) gives the
+# localization its reference (docs/localization.md, "The reference from the spec"): an inter-node
+# mpi.alltoall busbw at the localization's 4 MiB of VALUE GB/s.
+reference_spec() {
+  cat > "$1" <<TOML
+[[class]]
+name = "testbed"
+partition = "debug"
+optional = ["mpi.alltoall"]
+[class.figures."mpi.alltoall".inter.busbw]
+"4MiB" = { value = $2, tolerance = 0.10, source = "$3" }
+TOML
+}
+
 clear_faults() { "$TESTBED" fault clear >/dev/null 2>&1 || true; }
 
 # need_tree_testbed [FABRIC]: the testbed in two leaves (SLURM topology/tree, the topology.conf the

@@ -7,14 +7,7 @@ source "$(dirname "$0")/localize_lib.sh"
 need_testbed 6
 at_exit clear_faults
 clear_faults
-cat > "$TMP/ref.toml" <<'TOML'
-[[class]]
-name = "testbed"
-partition = "debug"
-optional = ["mpi.alltoall"]
-[class.figures."mpi.alltoall".inter.busbw]
-"4MiB" = { value = 0.0001, tolerance = 0.10, source = "below any healthy testbed pair" }
-TOML
+reference_spec "$TMP/ref.toml" 0.0001 "below any healthy testbed pair"
 for i in 1 2 3 4 5; do
   OUT="$TMP/clean$i"
   start=$SECONDS
