@@ -75,6 +75,7 @@ struct Judgement {
   double slowness = 0.0;  // how many times worse than expected (>1 is worse); inf for timeouts
   double z = 0.0;         // robust z on log scale; inf for timeouts
   std::string basis;      // spec | peers | peers(fast cluster) | history | history(all-slow) |
+                          // history(reference spread) |
                           // reference | reference(all-slow) |
                           // fastest peer | timeout | none
 };

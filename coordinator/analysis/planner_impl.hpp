@@ -71,6 +71,12 @@ struct NodeData {
   // reaches. pair_checks: pair tests it was given for that, until one is fast.
   bool pair_checked = false;
   int pair_checks = 0;
+  // row_cleared: a suspect from a slow pair test whose first fine test was a row of an all-to-all,
+  // which did not load its port as the pair test did. pair_suspect: such a node whose slow pair tests
+  // speak against it (evidence_edges.cpp): pair-checked, whatever becomes of its links, until it is
+  // fine in pair tests (strategy_resolve.cpp), when both are cleared.
+  bool row_cleared = false;
+  bool pair_suspect = false;
 };
 
 // A node's pair tests (evidence_intermittent.cpp): tests that say something about it, the slow
@@ -166,6 +172,7 @@ struct PairTest {
   std::int64_t round;
   bool slow;
   double slowness;
+  double log_cost = 0.0;  // log of the figure as a cost (for the repeat spread, pair_repeat_sigma)
 };
 
 // A switch (or the path between two) whose crossing traffic is slow while traffic inside is not.
@@ -438,6 +445,9 @@ struct Planner::Impl : Setup, Evidence {
   int pair_only_votes() const;               // pair retests reading slow that confirm a pair-only link
   int pair_only_retests() const;             // pair retests a pair-only link gets
   int pair_only_votes_of(const LinkData& l) const;  // its slow pair tests after the one that opened it
+  void mark_row_cleared(const std::vector<int>& fine);    // evidence_edges.cpp
+  void mark_pair_suspects();                              // evidence_edges.cpp
+  bool pair_suspect_fine(int u) const;                    // evidence.cpp
   void release_pair_checked(int u);          // u is no end of an open pair-only link read slow again
   // A fast pair test of u, at most limit times slower than expected, with a partner but except.
   bool fine_in_pairs(int u, int except, double limit = std::numeric_limits<double>::infinity()) const;
@@ -457,6 +467,7 @@ struct Planner::Impl : Setup, Evidence {
 
   // evidence_edges.cpp: the pooled spread of the edges read so far; 0 until there are enough of them
   double edge_sigma() const;
+  std::optional<double> pair_repeat_sigma() const;  // planner.cpp
   // evidence_noise.cpp: rules that scale with the campaign's measured noise
   void record_noise(const EdgeReading& r);
   double edge_slow_rate() const;           // p_hi: clean edge readings slow

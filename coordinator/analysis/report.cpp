@@ -125,6 +125,23 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
                                          ": too few tests to decide; test it again with known-good partners", 0.5));
       continue;
     }
+    // A pair suspect slow with known-good partners in pair tests and not yet fine in them (its checks
+    // ran out, or the rounds did): its fine rows say nothing of a port capped below what a pair test
+    // pushes, so it is not dropped.
+    if (d.pair_suspect && !d.bad && !voting_partners(u).empty() && !pair_suspect_fine(u)) {
+      const auto partners = voting_partners(u);
+      nlohmann::json names = nlohmann::json::array();
+      for (int v : partners) names.push_back(name(v));
+      out.push_back(kiln::make_finding(
+          kiln::Code::LocalizeUnresolved, {"node", name(u)},
+          name(u) + " is undecided: slow with " + std::to_string(partners.size()) +
+              " known-good partner(s) in pair tests, no more often fast in them, fine inside all-to-all groups (a "
+              "port capped below what one pair test pushes reads so); test it in pairs with other known-good nodes",
+          {{"slow_with_known_good", names}, {"fast_pair_tests", fast_pair_tests_of(u)},
+           {"pair_checks", d.pair_checks}, {"votes_needed", node_votes_needed() + 1}, {"rounds", book.observed}},
+          0.5));
+      continue;
+    }
     const bool never_cleared = d.fast == 0;
     if (!d.unresolved && !(book.out_of_rounds && never_cleared)) continue;
     nlohmann::json slow = nlohmann::json::array();

@@ -365,11 +365,12 @@ TEST_CASE("a reference stands in for a history of slow groups, and for none, in 
   j = classify_round(one, cfg, nullptr);
   CHECK(j[0].basis == "reference");
   CHECK(j[0].verdict == Verdict::Slow);
-  // A history near the reference is the baseline, as without one.
+  // A history near the reference is the baseline, as without one (with the reference's spread
+  // while it is shallow).
   History near(true);
   for (double bw : {39.0, 41.0, 40.5}) near.add(2, 4 << 20, 1.0 / bw);
   j = classify_round({{2, 4 << 20, 39.5, false}}, cfg, &near);
-  CHECK(j[0].basis == "history");
+  CHECK(j[0].basis == "history(reference spread)");
   CHECK(j[0].verdict == Verdict::Fast);
   // A reference for another message size, or one that is not a figure, is none.
   cfg.reference.clear();
@@ -435,8 +436,47 @@ TEST_CASE("against a reference, a pair 1.5x slow is slow before the history is d
   }
   // Still z_cutoff against the floor, not the relative cutoff alone: 1.3x (z 3.5) is not slow
   // against the reference in a round of one pair, 1.4x (z 4.5) is.
-  CHECK(classify_round({{2, 0, 1.3, false}}, cfg, &one)[0].basis == "history");
+  CHECK(classify_round({{2, 0, 1.3, false}}, cfg, &one)[0].basis == "history(reference spread)");
+  CHECK(classify_round({{2, 0, 1.3, false}}, cfg, &one)[0].verdict == Verdict::Fast);
   CHECK(classify_round({{2, 0, 1.3, false}}, cfg, nullptr)[0].verdict == Verdict::Fast);
   CHECK(classify_round({{2, 0, 1.4, false}}, cfg, nullptr)[0].verdict == Verdict::Slow);
   CHECK(classify_round({{2, 0, 1.4, false}}, cfg, nullptr)[0].basis == "reference");
+}
+
+TEST_CASE("a lone pair against a shallow history the reference vouches for takes the reference's spread",
+          "[analysis][outliers]") {
+  // The testbed's lone pair retests (twenty-second session): 4 fast pair figures in the history, the
+  // reference a healthy pair. A slow node with a known-good partner reads 1.5x: against the history's
+  // half-cutoff floor (slow from 1.56x) it passed for fine; against the reference's third it is z 5.4.
+  OutlierConfig cfg;
+  cfg.reference[0] = 1.0;
+  History h;
+  for (double x : {1.0, 0.94, 0.966, 0.962}) h.add(2, 0, x);
+  auto j = classify_round({{2, 0, 1.5, false}}, cfg, &h)[0];
+  CHECK(j.basis == "history(reference spread)");
+  CHECK(j.verdict == Verdict::Slow);
+  CHECK(j.z > 5.0);
+  j = classify_round({{2, 0, 1.5, false}, {2, 0, 1.49, false}}, cfg, &h)[0];  // two groups: the same
+  CHECK(j.basis == "history(reference spread)");
+  CHECK(j.verdict == Verdict::Slow);
+  // Without a reference the shallow history keeps its floor: 1.5x passes, 1.6x does not.
+  OutlierConfig none;
+  j = classify_round({{2, 0, 1.5, false}}, none, &h)[0];
+  CHECK(j.basis == "history");
+  CHECK(j.verdict == Verdict::Fast);
+  CHECK(classify_round({{2, 0, 1.6, false}}, none, &h)[0].verdict == Verdict::Slow);
+  // A history the reference does not vouch for (more than the cutoff off it) keeps its floor too.
+  OutlierConfig far;
+  far.reference[0] = 0.7;
+  CHECK(classify_round({{2, 0, 1.5, false}}, far, &h)[0].basis == "reference");
+  // Pairs only: a lone larger group, whose figure is its slowest rank's, is judged as before.
+  History g8;
+  for (double x : {1.0, 0.94, 0.966, 0.962}) g8.add(8, 0, x);
+  j = classify_round({{8, 0, 1.5, false}}, cfg, &g8)[0];
+  CHECK(j.basis == "history");
+  CHECK(j.verdict == Verdict::Fast);
+  // A deep history keeps its own spread.
+  History deep;
+  for (int i = 0; i < 12; ++i) deep.add(2, 0, 1.0 + 0.1 * (i % 4));
+  CHECK(classify_round({{2, 0, 1.5, false}}, cfg, &deep)[0].basis == "history");
 }
