@@ -325,36 +325,39 @@ void Planner::Impl::mark_row_cleared(const std::vector<int>& fine) {
 // explains it and so leaves the node never tested with a healthy partner) becomes a pair suspect:
 // tested in pairs with known-good partners and judged on them (NodeData::pair_suspect), as the ends
 // of a pair-only link are. A screen pair whose partner is known-good now is left to the pair-only
-// link it opened. On the 12-node
-// testbed with 6 ports at half rate, two slow nodes with one known-good vote each were timed as rows
-// in one all-to-all of 8, read 1.1-1.4x the group's median edge, and were known-good from then on: 4
-// of the 6 found in 5 of 15 runs. A slow node whose slow pairs were all with other slow nodes passed
-// the same way (tests/unit/test_analysis_half_rate.cpp). Up to 256 nodes, where suspects are timed as
-// rows after pair tests.
+// link it opened. On the 12-node testbed with 6 ports at half rate, two slow nodes with one
+// known-good vote each were timed as rows in one all-to-all of 8, read 1.1-1.4x the group's median
+// edge, and were known-good from then on: 4 of the 6 found in 5 of 15 runs. A slow node whose slow
+// pairs were all with other slow nodes passed the same way (tests/unit/test_analysis_half_rate.cpp).
+// It is released once its fast pair tests outnumber its slow ones (strategy_resolve.cpp). Up to 256
+// nodes, where suspects are timed as rows after pair tests.
 void Planner::Impl::mark_pair_suspects() {
   if (n > kSmallEdgeCluster) return;
   for (int u = 0; u < n; ++u) {
     auto& d = nodes[u];
-    if (!d.row_cleared || d.pair_suspect || !active(u)) continue;
-    // A retest of a pair-only link is that link's evidence, which its own rule weighs (an intermittent
-    // node's link retests fell in its slow rounds, its pair checks in its quiet ones, and the link
-    // was named: N=8, seed 5).
-    auto retest = [&](const SlowPair& p) {
-      const auto it = links.find({std::min(u, p.partner), std::max(u, p.partner)});
-      return it != links.end() && it->second.pair_only_retest(p.round);
-    };
-    // Only the tests that made it a suspect, before its row: a slow pair test after a fine one is the
-    // intermittent rules' (a node 3x slow in half the rounds, fine in its row and then slow with a
-    // known-good partner, was pair-checked in its quiet rounds and found in round 22 of a bound of 18).
-    const bool against = std::any_of(d.slow_pairs.begin(), d.slow_pairs.end(), [&](const SlowPair& p) {
-      return p.slowness > 0.0 && p.round < d.first_fast_round &&
-             ((good(p.partner) && is_vote(p.round)) || nodes[p.partner].bad) && !retest(p);
-    });
-    if (!against) continue;
+    if (!d.row_cleared || d.pair_suspect || !active(u) || !pair_tests_against(u)) continue;
     d.pair_suspect = d.pair_checked = true;
     note(name(u) + " is within its group's edges but was slow in a pair test: tested in pairs with known-good "
          "partners, since a rate cap shows only at a pair test's rate");
   }
+}
+
+bool Planner::Impl::pair_tests_against(int u) const {
+  const auto& d = nodes[u];
+  // A retest of a pair-only link is that link's evidence, which its own rule weighs (an intermittent
+  // node's link retests fell in its slow rounds, its pair checks in its quiet ones, and the link was
+  // named: N=8, seed 5).
+  auto retest = [&](const SlowPair& p) {
+    const auto it = links.find({std::min(u, p.partner), std::max(u, p.partner)});
+    return it != links.end() && it->second.pair_only_retest(p.round);
+  };
+  // Only the tests that made it a suspect, before its row: a slow pair test after a fine one is the
+  // intermittent rules' (a node 3x slow in half the rounds, fine in its row and then slow with a
+  // known-good partner, was pair-checked in its quiet rounds and found in round 22 of a bound of 18).
+  return std::any_of(d.slow_pairs.begin(), d.slow_pairs.end(), [&](const SlowPair& p) {
+    return p.slowness > 0.0 && p.round < d.first_fast_round &&
+           ((good(p.partner) && is_vote(p.round)) || nodes[p.partner].bad) && !retest(p);
+  });
 }
 
 // A group's deviations join the pooled edge spread, at most kSpreadPerGroup of them evenly spread

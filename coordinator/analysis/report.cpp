@@ -128,8 +128,8 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
     // A pair suspect slow with known-good partners in pair tests and not yet fine in them (its checks
     // ran out, or the rounds did): its fine rows say nothing of a port capped below what a pair test
     // pushes, so it is not dropped.
-    if (d.pair_suspect && !d.bad && !voting_partners(u).empty() && !pair_suspect_fine(u)) {
-      const auto partners = voting_partners(u);
+    if (const auto partners = d.pair_suspect && !d.bad ? voting_partners(u) : std::vector<int>{};
+        !partners.empty() && !pair_suspect_fine(u)) {
       nlohmann::json names = nlohmann::json::array();
       for (int v : partners) names.push_back(name(v));
       out.push_back(kiln::make_finding(

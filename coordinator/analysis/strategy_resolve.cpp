@@ -7,7 +7,6 @@
 // rather than guessed at. Link candidates short of votes are retested as pairs.
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstdint>
 #include <iterator>
 #include <limits>
@@ -149,6 +148,18 @@ int row_suspects(Planner::Impl& s, RoundDraft& round, const std::vector<int>& ne
 // end, they can give a slow end the distinct partners it needs (node_votes_needed() + 1; 3 by default).
 int pair_checks(const Planner::Impl& s) { return std::max(3, s.node_votes_needed() + 1); }
 
+// One pair check of u (an end of a pair-only link, or a pair suspect): a pair test with an untried
+// known-good partner other than `except`, counted apart from its resolution tests. False when no
+// such partner is free this round.
+bool pair_check(Planner::Impl& s, RoundDraft& round, int u, int except, PartnerPool& pool, const std::vector<int>& needs) {
+  const int partner = pick_partner(s, round, u, pool, needs);
+  if (partner < 0 || partner == except || !s.good(partner)) return false;
+  s.nodes[u].tried.push_back(partner);
+  ++s.nodes[u].pair_checks;
+  round.add({u, partner}, Tag{Tag::Resolve});
+  return true;
+}
+
 int pair_suspects(Planner::Impl& s, RoundDraft& round) {
   PartnerPool pool;
   for (int u = 0; u < s.n; ++u)
@@ -200,12 +211,7 @@ int pair_suspects(Planner::Impl& s, RoundDraft& round) {
         continue;
       }
       if (round.busy[u] || d.pair_checks >= pair_checks(s)) continue;
-      const int partner = pick_partner(s, round, u, pool, needs);
-      if (partner < 0 || !s.good(partner)) continue;
-      d.tried.push_back(partner);
-      ++d.pair_checks;
-      round.add({u, partner}, Tag{Tag::Resolve});
-      ++paired;
+      if (pair_check(s, round, u, -1, pool, needs)) ++paired;
     }
   // Ends of pair-only links read slow again: each meets another known-good partner in a pair test until it has been
   // fast in one (up to pair_checks()), so a slow end (a port capped above an all-to-all's rate per
@@ -221,14 +227,8 @@ int pair_suspects(Planner::Impl& s, RoundDraft& round) {
     if (!l.pair_only || l.confirmed || s.pair_only_votes_of(l) == 0) continue;
     const double limit = s.pair_only_fine_limit(l);
     for (auto [u, v] : {std::pair{a, b}, std::pair{b, a}}) {
-      auto& d = s.nodes[u];
-      if (round.busy[u] || s.fine_in_pairs(u, v, limit) || d.pair_checks >= pair_checks(s)) continue;
-      const int partner = pick_partner(s, round, u, pool, needs);
-      if (partner < 0 || partner == v || !s.good(partner)) continue;
-      d.tried.push_back(partner);
-      ++d.pair_checks;
-      round.add({u, partner}, Tag{Tag::Resolve});
-      ++paired;
+      if (round.busy[u] || s.fine_in_pairs(u, v, limit) || s.nodes[u].pair_checks >= pair_checks(s)) continue;
+      if (pair_check(s, round, u, v, pool, needs)) ++paired;
     }
   }
   return paired;
