@@ -79,7 +79,7 @@ void Planner::Impl::record_noise(const EdgeReading& r) {
     if (r.suspect && !e.known) ++noise.open_readings;
     for (auto [u, v] : {std::pair{e.a, e.b}, std::pair{e.b, e.a}}) {
       ++noise.reads[u];
-      if (e.level == 2) noise.high_partners[u].insert(v);
+      if (e.level == 2) noise.add_high(u, v);
     }
     if (e.level == 2) ++noise.slow;
   }
@@ -267,8 +267,10 @@ void Planner::Impl::mark_hot_nodes(std::int64_t round) {
 // A node found slow by its own readings (hot, leaning): its undecided link suspicions are its slowness.
 int Planner::Impl::explain_links_of(int u) {
   int dropped = 0;
-  for (auto& [key, l] : links)
+  for (auto* e : link_walk.of(links)) {
+    auto& [key, l] = *e;
     if ((key.first == u || key.second == u) && !l.confirmed && !l.cleared) l.cleared = true, ++dropped;
+  }
   return dropped;
 }
 
@@ -341,8 +343,10 @@ nlohmann::json Planner::Impl::noise_story() const {
 
 long Planner::Impl::undecided_singles() const {
   long singles = 0;
-  for (const auto& [key, l] : links)
+  for (const auto* e : link_walk.of(links)) {
+    const auto& [key, l] = *e;
     if (!l.confirmed && !l.cleared && good(key.first) && good(key.second) && noise_single(l)) ++singles;
+  }
   return singles;
 }
 

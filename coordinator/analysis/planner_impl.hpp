@@ -21,11 +21,13 @@
 // in every unit, report.cpp included.
 #pragma once
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <optional>
 #include <random>
 #include <set>
+#include <span>
 #include <utility>
 
 #include "coordinator/analysis/planner.hpp"
@@ -161,9 +163,14 @@ struct NoiseCounts {
   long pair_tests = 0, pair_slow = 0;
   std::vector<int> node_pair_tests, node_pair_slow;
   std::vector<int> reads;  // a node's readings
-  // Distinct partners of a node's slow readings: a slow link read again and again is one.
-  std::vector<std::set<int>> high_partners;
+  // Distinct partners of a node's slow readings, sorted: a slow link read again and again is one.
+  // A sorted vector, not a std::set: an insert per slow edge reading was 4% of a 16,384-node trial.
+  std::vector<std::vector<int>> high_partners;
   int high(int u) const { return static_cast<int>(high_partners[static_cast<std::size_t>(u)].size()); }
+  void add_high(int u, int v) {
+    auto& s = high_partners[static_cast<std::size_t>(u)];
+    if (const auto it = std::lower_bound(s.begin(), s.end(), v); it == s.end() || *it != v) s.insert(it, v);
+  }
 };
 
 // One pair test, fast or slow, as the switch verdicts read them (evidence_switch.cpp).
@@ -224,27 +231,35 @@ using LinkMap = std::map<std::pair<int, int>, LinkData>;
 
 // The entries of a LinkMap in key order, for walks of every suspicion: at 16,384 nodes there are a
 // million, and walking the tree itself (a pointer chase per step) was a quarter of a trial in
-// four walks a round. Rebuilt on use once the map has grown (nothing erases from it); a copy
-// starts empty, since its pointers would be the other map's.
+// four walks a round, and a tenth again in the walks of const methods and of the resolve strategy. Rebuilt on use once the map has grown (nothing erases from it); a copy starts
+// empty, since its pointers would be the other map's.
 class LinkWalk {
  public:
+  using Entry = LinkMap::value_type;
   LinkWalk() = default;
   LinkWalk(const LinkWalk&) {}
   LinkWalk& operator=(const LinkWalk&) {
     entries_.clear();
     return *this;
   }
-  const std::vector<LinkMap::value_type*>& of(LinkMap& links) {
-    if (entries_.size() != links.size()) {
-      entries_.clear();
-      entries_.reserve(links.size());
-      for (auto& e : links) entries_.push_back(&e);
-    }
+  std::span<Entry* const> of(LinkMap& links) {
+    refresh(links);
     return entries_;
+  }
+  std::span<const Entry* const> of(const LinkMap& links) const {
+    refresh(links);
+    return {entries_.data(), entries_.size()};
   }
 
  private:
-  std::vector<LinkMap::value_type*> entries_;
+  // The map is the Evidence's own, not const: the const overloads hand out only const entries.
+  void refresh(const LinkMap& links) const {
+    if (entries_.size() == links.size()) return;
+    entries_.clear();
+    entries_.reserve(links.size());
+    for (const auto& e : links) entries_.push_back(const_cast<Entry*>(&e));
+  }
+  mutable std::vector<Entry*> entries_;
 };
 
 // What the rounds have shown, whichever strategy planned them. Findings are made from this alone.

@@ -218,10 +218,10 @@ int pair_suspects(Planner::Impl& s, RoundDraft& round) {
   // rank, which its rows do not reach) is told apart from a slow link. Its rows may have used up its
   // resolution tests: these are counted apart.
   if (s.pair_only_links == 0) return paired;  // none: no walk of every suspicion
-  for (const auto& e : s.links) {
-    if (!s.candidate(e)) continue;
-    const auto [a, b] = e.first;
-    const auto& l = e.second;
+  for (const auto* e : s.link_walk.of(std::as_const(s.links))) {
+    if (!s.candidate(*e)) continue;
+    const auto [a, b] = e->first;
+    const auto& l = e->second;
     // Only once a pair retest read slow again: most pair-only links are a noise pair, cleared by
     // their first retest, and checking their ends too cost rounds in healthy campaigns.
     if (!l.pair_only || l.confirmed || s.pair_only_votes_of(l) == 0) continue;
@@ -363,8 +363,8 @@ int retest_edge_links(Planner::Impl& s, RoundDraft& round) {
     s.search.unretested = skipped;
     // Every suspicion a slow edge or sightings opened (open_z set); one a pair test opened has none.
     std::array<long, std::size(kRetestClassZ) + 1> opened{};
-    for (const auto& [key, l] : s.links)
-      if (l.open_z > 0.0) ++opened[static_cast<std::size_t>(retest_class(l))];
+    for (const auto* e : s.link_walk.of(std::as_const(s.links)))
+      if (const auto& l = e->second; l.open_z > 0.0) ++opened[static_cast<std::size_t>(retest_class(l))];
     s.note("round budget: " + std::to_string(skipped) + " suspicion(s) with one slow reading get no more "
            "retests (left as noise singles; by the z that opened them, left of opened: " +
            retest_classes_text(skipped_by, opened) + "); those read slow again go on being retested");
