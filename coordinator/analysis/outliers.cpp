@@ -294,7 +294,7 @@ std::vector<Judgement> classify_round(const std::vector<GroupSample>& groups,
       const double d = logs[k] - b->log_exp;
       const double z = d / sigma;
       const bool slow = d > rel_limit && z >= rules.z_cutoff;
-      out[idx[k]] = {slow ? Verdict::Slow : Verdict::Fast, expected, std::exp(d), z, b->basis};
+      out[idx[k]] = {slow ? Verdict::Slow : Verdict::Fast, expected, std::exp(d), z, b->basis, sigma};
     }
   }
   return out;

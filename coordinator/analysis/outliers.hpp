@@ -78,6 +78,7 @@ struct Judgement {
                           // history(reference spread) |
                           // reference | reference(all-slow) |
                           // fastest peer | timeout | none
+  double sigma = 0.0;     // the log spread z was taken with (0 where none: spec, timeouts); not reported
 };
 void to_json(nlohmann::json& j, const Judgement& x);
 

@@ -260,6 +260,9 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
     // The survivors' figure of a group with a lost member says nothing: they are tested again.
     const bool has_missing = !out[i]->missing.empty();
     Verdict v = judged[i].verdict;
+    if (!has_missing && (tags[i].kind == Tag::Resolve || tags[i].kind == Tag::LinkRetest) &&
+        s.pair_in_between(plan.groups[i], judged[i]))
+      continue;
     if (!has_missing && tags[i].kind == Tag::Exact) s.record_exact(plan.groups[i], *out[i]);
     else if (!has_missing) v = s.record_outcome(plan.groups[i], plan.id, *out[i], judged[i], opens_suspicions(s, tags[i]));
     if (tags[i].kind != Tag::ItemTest) continue;

@@ -79,6 +79,9 @@ struct NodeData {
   // fine in pair tests (strategy_resolve.cpp), when both are cleared.
   bool row_cleared = false;
   bool pair_suspect = false;
+  // A pair test of it read in between (pair_in_between): it meets partners in pair tests, not rows
+  // (an all-to-all group judged uniformly slow decides nothing about its members).
+  bool pair_between = false;
 };
 
 // A node's pair tests (evidence_intermittent.cpp): tests that say something about it, the slow
@@ -463,6 +466,8 @@ struct Planner::Impl : Setup, Evidence {
   void mark_row_cleared(const std::vector<int>& fine);    // evidence_edges.cpp
   void mark_pair_suspects();                              // evidence_edges.cpp
   bool pair_tests_against(int u) const;                   // evidence_edges.cpp
+  bool pair_in_between(const std::vector<int>& g, const Judgement& j);
+  std::optional<double> pair_clear_z(const Judgement& j) const;  // evidence_edges.cpp  // evidence_edges.cpp
   bool pair_suspect_fine(int u) const;                    // evidence.cpp
   void release_pair_checked(int u);          // u is no end of an open pair-only link read slow again
   // A fast pair test of u, at most limit times slower than expected, with a partner but except.
