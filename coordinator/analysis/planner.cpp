@@ -226,6 +226,16 @@ std::vector<Judgement> Planner::Impl::judge(const RoundPlan& plan,
   // 0.18, and reported a healthy node unresolved.
   rules.pair_sigma_floor = kPairFloorOfEdges * edge_sigma();
   rules.shallow_pair_sigma_floor = kShallowPairFloorOfEdges * edge_sigma();
+  // With a reference, a pair figure's spread is at least the reference's (a third of the relative
+  // cutoff: slow from 1.35x at z_cutoff 4), as a pair judged against the reference itself is. The 12
+  // pairs of a round's peers gave a spread of 0.058 at 20% noise, and a healthy node read 1.26x and
+  // 1.34x at z 4.0 and 5.4 and was named (24 nodes, seed 101463). A pair repeat spread clearly
+  // tighter (below) still caps it.
+  if (const auto r = cfg.outliers.reference.find(cfg.size_bytes); r != cfg.outliers.reference.end() && r->second > 0.0) {
+    const double ref_floor = std::log(1.0 / cfg.outliers.rel_cutoff) / 3.0;
+    rules.pair_sigma_floor = std::max(rules.pair_sigma_floor, ref_floor);
+    rules.shallow_pair_sigma_floor = std::max(rules.shallow_pair_sigma_floor, ref_floor);
+  }
   // The edges' spread stands for a pair figure's where the two spread alike (the model cluster). On
   // the 12-node testbed they do not: an all-to-all's edges spread 0.34-0.56 (log MAD) with the order
   // peers are served in, while a pair test of the same two nodes repeats within 3%; after the first

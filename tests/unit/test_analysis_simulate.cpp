@@ -269,3 +269,15 @@ TEST_CASE("simulate: a healthy node held by an in-between pair test meets its ne
     for (const auto& c : round["concluded"]) held = held || c.get<std::string>().find("not clearly fine") != std::string::npos;
   CHECK(held);
 }
+
+TEST_CASE("simulate: with a reference, a pair round's own narrow spread does not name a healthy node", "[analysis][simulate]") {
+  using kiln::analysis::parse_simulate_options;
+  // 24 healthy nodes at 20% noise: the 12 pairs of round 2 spread 0.058 (log MAD) among themselves,
+  // and node12 read 1.26x and 1.34x at z 4.0 and 5.4: a false node.slow. With a reference the pair
+  // spread is at least the reference's (a third of the relative cutoff).
+  auto o = parse_simulate_options({{"model", "diluted"}, {"bad-nodes", "0"}, {"bad-links", "0"}, {"noise", "0.20"},
+                                   {"per-peer", "on"}, {"nodes", "24"}, {"reference", "1"}});
+  const auto r = simulate_trial(o, 101463, true);
+  INFO(r.detail["findings"].dump());
+  CHECK(r.false_findings == 0);
+}
