@@ -348,9 +348,10 @@ void Planner::Impl::mark_pair_suspects() {
 
 // With a reference, a pair test judged fast but not clearly (z from kPairClearZ, pair_clear_z) proves
 // neither member fine where one was slow in a pair test and has been fine in none: it is left out,
-// as an unknown verdict is, and the suspect meets another partner, in a pair test (pair_between). With half of 12 nodes capped at 1.5x under 10% noise, two
-// capped nodes read 1.25x together at z 3.0 in a round whose other pairs were mostly slow, both
-// were known-good from then on, and a healthy node slow with three of them was named (seed 38).
+// as an unknown verdict is, and the suspect meets another partner, in a pair test (pair_between).
+// With half of 12 nodes capped at 1.5x under 10% noise, two capped nodes read 1.25x together at
+// z 3.0 in a round whose other pairs were mostly slow, both were known-good from then on, and a
+// healthy node slow with three of them was named (seed 38).
 bool Planner::Impl::pair_in_between(const std::vector<int>& g, const Judgement& j) {
   if (n > kSmallEdgeCluster || g.size() != 2 || j.verdict != Verdict::Fast) return false;
   const auto z = pair_clear_z(j);

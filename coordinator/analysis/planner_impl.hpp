@@ -234,8 +234,9 @@ using LinkMap = std::map<std::pair<int, int>, LinkData>;
 
 // The entries of a LinkMap in key order, for walks of every suspicion: at 16,384 nodes there are a
 // million, and walking the tree itself (a pointer chase per step) was a quarter of a trial in
-// four walks a round, and a tenth again in the walks of const methods and of the resolve strategy. Rebuilt on use once the map has grown (nothing erases from it); a copy starts
-// empty, since its pointers would be the other map's.
+// four walks a round, and a tenth again in the walks of const methods and of the resolve
+// strategy. Rebuilt on use once the map has grown (nothing erases from it); a copy starts empty,
+// since its pointers would be the other map's.
 class LinkWalk {
  public:
   using Entry = LinkMap::value_type;
