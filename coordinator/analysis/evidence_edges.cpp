@@ -318,9 +318,7 @@ void Planner::Impl::mark_row_cleared(const std::vector<int>& fine) {
   if (n > kSmallEdgeCluster) return;
   for (int u : fine) {
     auto& d = nodes[u];
-    // Slow pairs of a pair test carry its slowness; a slow row's votes carry none.
-    if (d.fast == 0 && std::any_of(d.slow_pairs.begin(), d.slow_pairs.end(), [](const SlowPair& p) { return p.slowness > 0.0; }))
-      d.row_cleared = true;
+    if (d.fast == 0 && d.slow_in_pair_test()) d.row_cleared = true;
   }
 }
 
@@ -362,7 +360,7 @@ bool Planner::Impl::pair_in_between(const std::vector<int>& g, const Judgement& 
     // pair tests too left 54 unresolved findings in 100 campaigns of 12 nodes with 6 capped at 10%
     // noise (7 without), for one false link fewer.
     if (d.fast > 0 || d.bad) continue;
-    if (!std::any_of(d.slow_pairs.begin(), d.slow_pairs.end(), [](const SlowPair& p) { return p.slowness > 0.0; })) continue;
+    if (!d.slow_in_pair_test()) continue;
     std::ostringstream t;
     t << std::fixed << std::setprecision(2) << name(g[0]) << "<->" << name(g[1]) << " read " << j.slowness
       << "x at z " << std::setprecision(1) << j.z << " (" << *z << " against the reference)"
@@ -382,11 +380,11 @@ bool Planner::Impl::pair_in_between(const std::vector<int>& g, const Judgement& 
 // pair tests, and at 20% noise those made false node.slow findings: 34 in 8,000 campaigns at 8-24
 // nodes, against 10 without it.
 std::optional<double> Planner::Impl::pair_clear_z(const Judgement& j) const {
-  const auto r = cfg.outliers.reference.find(cfg.size_bytes);
-  if (r == cfg.outliers.reference.end() || !(r->second > 0.0)) return std::nullopt;
+  const auto ref = reference_figure(cfg.outliers, cfg.size_bytes);
+  if (!ref) return std::nullopt;
   if (!(j.sigma > 0.0) || !(j.expected > 0.0)) return j.z;
   const auto dir = cfg.outliers.direction;
-  const double d = std::log(to_cost(j.expected, dir)) + std::log(j.slowness) - std::log(to_cost(r->second, dir));
+  const double d = std::log(to_cost(j.expected, dir)) + std::log(j.slowness) - std::log(to_cost(*ref, dir));
   return std::max(j.z, d / j.sigma);
 }
 

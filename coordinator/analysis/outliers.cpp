@@ -82,6 +82,19 @@ double to_cost(double value, Direction d) {
   return value > 0.0 ? 1.0 / value : kInf;
 }
 
+std::optional<double> reference_figure(const OutlierConfig& cfg, std::int64_t size_bytes) {
+  const auto r = cfg.reference.find(size_bytes);
+  if (r == cfg.reference.end() || !(r->second > 0.0) || !std::isfinite(r->second)) return std::nullopt;
+  return r->second;
+}
+
+// The reference's spread is the relative cutoff's third (reference_sigma below says why).
+constexpr double kReferenceSpreadParts = 3.0;
+
+double reference_spread(const OutlierConfig& cfg) {
+  return std::log(1.0 / cfg.rel_cutoff) / kReferenceSpreadParts;
+}
+
 void History::add(int group_size, std::int64_t size_bytes, double cost) {
   if (!(cost > 0.0) || !std::isfinite(cost)) return;
   auto& b = buckets_[key(group_size, size_bytes)];
@@ -155,7 +168,7 @@ double history_sigma(const History::Ref& hist, double rel_limit) {
 // 8 of 16 nodes 2x at 20%: 0.64 -> 0.87, false 4 -> 0). A quarter (slow from the cutoff's 1.25x)
 // named healthy nodes there in 10 campaigns in 100.
 double reference_sigma(const History::Ref* hist, double rel_limit) {
-  return hist && hist->count >= History::kOwnSpread ? hist->log_sigma : rel_limit / 3.0;
+  return hist && hist->count >= History::kOwnSpread ? hist->log_sigma : rel_limit / kReferenceSpreadParts;
 }
 
 // 2. Peers, unless every peer is slow against the reference or, without one, against history (no
@@ -278,9 +291,9 @@ std::vector<Judgement> classify_round(const std::vector<GroupSample>& groups,
       judge_by_spec(logs, idx, s->second, hist, rules, rel_limit, out);
       continue;
     }
-    const auto r = rules.reference.find(key.second);
-    const bool has_ref = r != rules.reference.end() && r->second > 0.0 && std::isfinite(r->second);
-    const double ref_log = has_ref ? std::log(to_cost(r->second, cfg.direction)) : 0.0;
+    const auto ref = reference_figure(rules, key.second);
+    const bool has_ref = ref.has_value();
+    const double ref_log = has_ref ? std::log(to_cost(*ref, cfg.direction)) : 0.0;
     const auto b = baseline(logs, hist ? &*hist : nullptr, has_ref ? &ref_log : nullptr, rules, rel_limit, key.first == 2);
     if (!b) {
       for (auto i : idx) out[i] = {Verdict::Unknown, 0.0, 0.0, 0.0, "none"};

@@ -123,4 +123,12 @@ std::vector<Judgement> classify_round(const std::vector<GroupSample>& groups,
 // The lower-is-better cost of a figure (the figure itself for times, 1/figure for bandwidths).
 double to_cost(double value, Direction d);
 
+// The reference's figure at a message size (OutlierConfig::reference) where there is a usable one:
+// positive and finite.
+std::optional<double> reference_figure(const OutlierConfig& cfg, std::int64_t size_bytes);
+
+// The log spread a figure judged against the reference is judged with while no history spread is
+// deep enough: a third of the relative cutoff (slow from 1.35x at z_cutoff 4).
+double reference_spread(const OutlierConfig& cfg);
+
 }  // namespace kiln::analysis

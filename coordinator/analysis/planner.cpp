@@ -231,8 +231,8 @@ std::vector<Judgement> Planner::Impl::judge(const RoundPlan& plan,
   // pairs of a round's peers gave a spread of 0.058 at 20% noise, and a healthy node read 1.26x and
   // 1.34x at z 4.0 and 5.4 and was named (24 nodes, seed 101463). A pair repeat spread clearly
   // tighter (below) still caps it.
-  if (const auto r = cfg.outliers.reference.find(cfg.size_bytes); r != cfg.outliers.reference.end() && r->second > 0.0) {
-    const double ref_floor = std::log(1.0 / cfg.outliers.rel_cutoff) / 3.0;
+  if (reference_figure(cfg.outliers, cfg.size_bytes)) {
+    const double ref_floor = reference_spread(cfg.outliers);
     rules.pair_sigma_floor = std::max(rules.pair_sigma_floor, ref_floor);
     rules.shallow_pair_sigma_floor = std::max(rules.shallow_pair_sigma_floor, ref_floor);
   }

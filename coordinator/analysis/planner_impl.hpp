@@ -47,6 +47,10 @@ struct NodeData {
   std::int64_t first_fast_round = -1;
   int first_fast_size = 0;
   std::vector<SlowPair> slow_pairs;  // slow pair tests
+  // Slow in a pair test of its own (a slow row's votes carry no slowness).
+  bool slow_in_pair_test() const {
+    return std::any_of(slow_pairs.begin(), slow_pairs.end(), [](const SlowPair& p) { return p.slowness > 0.0; });
+  }
   std::vector<int> tried;            // partners of resolution pair tests
   int resolution_tests = 0;
   bool bad = false;
