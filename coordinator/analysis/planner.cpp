@@ -96,6 +96,7 @@ std::optional<RoundPlan> Planner::next() {
   // retests due; a certification round whose every group holds a node no longer good is skipped),
   // so a second pass is asked before the planner stops.
   for (int pass = 0; pass < 2 && round.empty() && !s.exact.active; ++pass) {
+    strategy::control(s, round);
     strategy::resolve(s, round);
     strategy::split(s, round);
     strategy::retest_edges(s, round);
@@ -264,12 +265,33 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
       if (u >= 0 && u < s.n) s.mark_lost(u, plan.id);
   const auto judged = s.judge(plan, out);
 
+  // A control pair first (strategy_control.cpp): it decides the tests held against the pair history,
+  // and whether this round's are held or dropped too.
+  const auto pair_history = s.history.reference(2, s.cfg.size_bytes);
+  bool refuted = false;
+  std::vector<char> vouched(plan.groups.size(), 0);
+  for (std::size_t i = 0; i < plan.groups.size(); ++i)
+    if (tags[i].kind == Tag::Control && out[i]->missing.empty()) {
+      const auto read = s.observe_control(plan.groups[i], *out[i]);
+      refuted = refuted || read == ControlRead::Refuted;
+      vouched[i] = read == ControlRead::Vouched;
+    }
+  const bool shallow = pair_history && pair_history->count < History::kOwnSpread;
+
   std::map<int, std::vector<std::pair<Tag, Verdict>>> item_results;
   std::set<int> items_with_lost;
+  int dropped = 0;
   for (std::size_t i = 0; i < plan.groups.size(); ++i) {
     // The survivors' figure of a group with a lost member says nothing: they are tested again.
     const bool has_missing = !out[i]->missing.empty();
     Verdict v = judged[i].verdict;
+    // A control read slow says nothing of its members; one that vouched is a pair test as any other.
+    if (tags[i].kind == Tag::Control && !vouched[i]) continue;
+    if (!has_missing && s.holds(tags[i], plan.groups[i], judged[i], shallow)) {
+      if (refuted) ++dropped;
+      else s.hold(plan.groups[i], plan.id, *out[i], judged[i]);
+      continue;
+    }
     if (!has_missing && (tags[i].kind == Tag::Resolve || tags[i].kind == Tag::LinkRetest) &&
         s.pair_in_between(plan.groups[i], judged[i]))
       continue;
@@ -279,6 +301,9 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
     if (has_missing) items_with_lost.insert(tags[i].item);
     else item_results[tags[i].item].emplace_back(tags[i], v);
   }
+
+  if (dropped > 0)
+    s.note(std::to_string(dropped) + " pair test(s) of this round read slow against the same history: dropped too");
 
   s.evaluate_switches(plan.id);
   s.reevaluate_nodes(plan.id);

@@ -220,7 +220,7 @@ struct Item {
 
 // What a planned group is for, so its outcome reaches the right bookkeeping.
 struct Tag {
-  enum Kind { ItemTest, Resolve, RowRetest, LinkRetest, Circle, Exact, UplinkCheck } kind = ItemTest;
+  enum Kind { ItemTest, Resolve, RowRetest, LinkRetest, Circle, Exact, UplinkCheck, Control } kind = ItemTest;
   int item = -1;
   int block = -1;
   int part = 0;  // clique: half 0/1; biclique: diagonal 0/1; pair block: 0
@@ -380,6 +380,27 @@ struct CertState {
   int repeats = 0;              // look-again rounds after the sweep (strategy_certify.cpp)
 };
 
+// Pair tests that read slow only against a shallow history, in a round whose pairs were nearly all
+// slow against it (history(all-slow), fewer than History::kOwnSpread pair figures), held until a
+// control pair of two known-good nodes shows whether that history is the level healthy pairs reach
+// (strategy_control.cpp). Without a reference a small cluster's history is its screen's fast
+// cluster: two or three pairs that may be the fast tail of the noise, against which every later
+// pair reads slow.
+struct HeldPair {
+  std::vector<int> group;
+  std::int64_t round;
+  GroupOutcome outcome;
+  Judgement judgement;
+};
+enum class ControlRead { Vouched, Again, Refuted };
+struct ControlState {
+  std::vector<HeldPair> held;
+  bool vouched = false;     // a control read the held tests' level: it is the healthy pairs', hold no more
+  int slow_controls = 0;    // controls read slower than the history allows: kSlowControls refute it
+  static constexpr int kSlowControls = 2;
+  std::set<std::pair<int, int>> used;  // control pairs planned, (low, high)
+};
+
 struct Story {
   nlohmann::json rounds = nlohmann::json::array();
   nlohmann::json* current = nullptr;    // entry of the round being observed
@@ -404,6 +425,7 @@ struct Planner::Impl : Setup, Evidence {
   CertState cert;
   Story story;
   int uplink_checks = 0;  // strategy_uplink.cpp
+  ControlState control;   // strategy_control.cpp
 
   Impl(int n_, PlannerConfig c, std::vector<Switch> topo, std::vector<std::string> nm);
 
@@ -481,6 +503,14 @@ struct Planner::Impl : Setup, Evidence {
   // Both ends of link a<->b fine in pair tests with other partners, by pair_only_fine_limit(l).
   bool ends_fine_in_pairs(int a, int b, const LinkData& l) const;
   int fast_pair_tests_of(int u) const;
+
+  // strategy_control.cpp: pair tests held against a shallow history, and the control that decides them
+  bool holds(const Tag& t, const std::vector<int>& g, const Judgement& j, bool shallow) const;
+  void hold(const std::vector<int>& g, std::int64_t round, const GroupOutcome& o, const Judgement& j);
+  // A control's figure against the level the held tests were judged against: Vouched (the held tests are recorded), Again (one
+  // more control), Refuted (they are dropped, and the history is forgotten).
+  ControlRead observe_control(const std::vector<int>& g, const GroupOutcome& o);
+  void release_held(const std::string& why);
 
   // evidence_intermittent.cpp
   std::vector<PairRecord> pair_records() const;

@@ -5,6 +5,8 @@
 //   exact      strategy_exact.cpp      fewer than 8 nodes: every pair, repeated, judged exactly
 //   all-pairs  strategy_all_pairs.cpp  Full mode: the circle method, every pair exactly once
 //   screen     strategy_screen.cpp     Adaptive mode, first round: every node in one group
+//   control    strategy_control.cpp    while pair tests are held against a shallow history: one pair
+//                                      of known-good nodes, to show whether it is the healthy level
 //   resolve    strategy_resolve.cpp    suspects meet known-good partners (as rows in all-to-all
 //                                      groups with per-edge figures up to 256 nodes and past
 //                                      the edge cover's reach, about 5,800, else as pairs); link
@@ -66,6 +68,7 @@ namespace strategy {
 void exact(Planner::Impl& s, RoundDraft& round);
 void all_pairs(Planner::Impl& s, RoundDraft& round);
 void screen(Planner::Impl& s, RoundDraft& round);
+void control(Planner::Impl& s, RoundDraft& round);
 void resolve(Planner::Impl& s, RoundDraft& round);
 void split(Planner::Impl& s, RoundDraft& round);
 void retest_edges(Planner::Impl& s, RoundDraft& round);
