@@ -289,6 +289,7 @@ Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t ro
     // sightings still count: they were read against the group's own median.
     record_sightings(r);
     if (suspect) record_group(g, round, figure, j);
+    else ask_control(j);
     return j.verdict;
   }
   record_edge_evidence(r, round, figure);

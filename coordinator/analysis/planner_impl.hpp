@@ -398,6 +398,12 @@ struct ControlState {
   bool vouched = false;     // a control read the held tests' level: it is the healthy pairs', hold no more
   int slow_controls = 0;    // controls read slower than the history allows: kSlowControls refute it
   static constexpr int kSlowControls = 2;
+  std::vector<double> slow_costs;      // their figures (as costs): the history once they refute it
+  // Levels (log cost) of retest groups dropped as uniformly slow against that shallow history, which
+  // ask for a control too: a row test's suspects were never read (8 healthy nodes at 20% noise,
+  // seed 101894: the screen's pairs at 0.7x of typical, six row tests of all 8 nodes at 1.6x, two
+  // nodes left unresolved).
+  std::vector<double> asked;
   std::set<std::pair<int, int>> used;  // control pairs planned, (low, high)
 };
 
@@ -511,6 +517,9 @@ struct Planner::Impl : Setup, Evidence {
   // more control), Refuted (they are dropped, and the history is forgotten).
   ControlRead observe_control(const std::vector<int>& g, const GroupOutcome& o);
   void release_held(const std::string& why);
+  // A retest group judged uniformly slow against a shallow pair history (and dropped): asks for a
+  // control of that history's level.
+  void ask_control(const Judgement& j);
 
   // evidence_intermittent.cpp
   std::vector<PairRecord> pair_records() const;

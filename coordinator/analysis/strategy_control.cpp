@@ -67,28 +67,46 @@ void Planner::Impl::release_held(const std::string& why) {
   }
 }
 
+void Planner::Impl::ask_control(const Judgement& j) {
+  if (control.vouched || reference_figure(cfg.outliers, cfg.size_bytes) || j.basis.rfind("history", 0) != 0 ||
+      !(j.expected > 0.0))
+    return;
+  const auto pairs = history.reference(2, cfg.size_bytes);
+  if (!pairs || pairs->count >= History::kOwnSpread) return;
+  if (control.asked.empty())
+    note("a retest group read uniformly slow against a history of a few pair figures: a control pair of known-good "
+         "nodes will show whether that level is healthy");
+  control.asked.push_back(std::log(to_cost(j.expected, cfg.outliers.direction)));
+}
+
 ControlRead Planner::Impl::observe_control(const std::vector<int>& g, const GroupOutcome& o) {
   const std::string id = link_id(g[0], g[1]);
-  if (control.held.empty() || !o.value || !(*o.value > 0.0)) {
+  if ((control.held.empty() && control.asked.empty()) || !o.value || !(*o.value > 0.0)) {
     release_held("the control " + id + " has no figure");
     control.vouched = true;
+    control.asked.clear();
     return ControlRead::Vouched;
   }
   // The level the held tests were judged against (the history as it was then: later fast pairs may
-  // have deepened it since), their median where rounds judged them against different ones.
-  std::vector<double> levels;
+  // have deepened it since), their median where rounds judged them against different ones, and the
+  // levels of the retest groups that asked for a control.
+  std::vector<double> levels = control.asked;
   for (const auto& h : control.held) levels.push_back(std::log(to_cost(h.judgement.expected, cfg.outliers.direction)));
-  const double d = std::log(to_cost(*o.value, cfg.outliers.direction)) - stats::median(levels);
+  const double cost = to_cost(*o.value, cfg.outliers.direction);
+  const double d = std::log(cost) - stats::median(levels);
   const double rel_limit = std::log(1.0 / cfg.outliers.rel_cutoff);
   std::ostringstream t;
   t << std::fixed << std::setprecision(2) << " read " << std::exp(d)
-    << "x of the level the held pair tests were judged against";
+    << "x of the level " << (control.held.empty() ? "retest groups were" : "the held pair tests were") << " judged against";
   const std::string buf = t.str();
   if (d <= kVouchShare * rel_limit) {
     control.vouched = true;
+    control.asked.clear();
+    if (control.held.empty()) note("control pair " + id + buf + ", the level healthy pairs reach");
     release_held("the control pair " + id + buf + ", the level healthy pairs reach");
     return ControlRead::Vouched;
   }
+  control.slow_costs.push_back(cost);
   // One slow control may be a straggler (a healthy pair read 1.29x at 5% noise, and two 2x nodes of 8
   // went unresolved): a second control, on two other nodes, must read slow too.
   if (++control.slow_controls < ControlState::kSlowControls) {
@@ -96,9 +114,16 @@ ControlRead Planner::Impl::observe_control(const std::vector<int>& g, const Grou
     return ControlRead::Again;
   }
   note("control pair " + id + buf + ", as the one before it did: that history was the fast tail of the noise, "
-       "not the healthy level; " + std::to_string(control.held.size()) + " held pair test(s) dropped, the history forgotten");
+       "not the healthy level; " +
+       (control.held.empty() ? std::string() : std::to_string(control.held.size()) + " held pair test(s) dropped, ") +
+       "the history is the controls' figures from now on");
   control.held.clear();
+  control.asked.clear();
+  // The controls are pairs of known-good nodes timed after the fact: the level the history stands for.
   history.forget(2, cfg.size_bytes);
+  for (double c : control.slow_costs) history.add(2, cfg.size_bytes, c);
+  control.slow_costs.clear();
+  control.slow_controls = 0;
   return ControlRead::Refuted;
 }
 
@@ -110,7 +135,7 @@ namespace strategy {
 // 1,000 and 2,000 healthy campaigns, against 0 and 1). With none, the held tests count as judged: a
 // control cannot come.
 void control(Planner::Impl& s, RoundDraft& round) {
-  if (s.control.held.empty()) return;
+  if (s.control.held.empty() && s.control.asked.empty()) return;
   std::vector<int> clean;
   for (int u = 0; u < s.n; ++u) {
     const auto& d = s.nodes[u];
@@ -140,6 +165,7 @@ void control(Planner::Impl& s, RoundDraft& round) {
   s.story.current = &s.story.rounds.back();
   s.release_held("no two known-good nodes free for a control pair");
   s.control.vouched = true;
+  s.control.asked.clear();
   const std::int64_t last = s.book.next_id - 1;
   s.reevaluate_nodes(last);
   s.mark_pair_suspects();
