@@ -101,7 +101,7 @@ class History {
   };
   static constexpr std::size_t kOwnSpread = 8;
   std::optional<Ref> reference(int group_size, std::int64_t size_bytes) const;
-  // Drops the figures of this key: a level a control test refuted (strategy_control.cpp).
+  // Drops the figures of this key: a level control pairs refuted (strategy_control.cpp).
   void forget(int group_size, std::int64_t size_bytes) { buckets_.erase(key(group_size, size_bytes)); }
 
  private:

@@ -14,13 +14,14 @@
 // pair. Read within three quarters of the relative cutoff of the level the held tests were judged
 // against, it vouches for that level: the held tests are recorded as they were judged, and nothing
 // is held again. Read slower, once by a straggler perhaps, it asks for a second control on two other
-// nodes; read slower twice, it refutes it: the held tests are dropped, as unknown verdicts are, and the pair
-// history is forgotten, so later rounds are judged against their peers until it is rebuilt. With a
+// nodes; read slower twice, it refutes it: the held tests are dropped, as unknown verdicts are, and
+// the two controls' figures are the pair history from then on. A retest group (a row test) dropped as
+// uniformly slow against such a history asks for a control as well (Impl::ask_control). With a
 // reference the reference judges such rounds (reference(all-slow)) and nothing is held; past a few
 // dozen nodes the screen's pairs make the history deep at once, and nothing is held either.
 //
 // Healthy, 20% noise, 2,000 campaigns per size at 8-48 nodes (seeds 100001 on): 12 nodes 9 false
-// findings in 2 campaigns -> 0; 24 nodes 1 -> 0. The cost, 100 seeds at 5% noise: k = 8 of 16 nodes
+// findings in 2 campaigns -> 0; 24 nodes 1 -> 0; 8 nodes unresolved 2 -> 0. The cost, 100 seeds at 5% noise: k = 8 of 16 nodes
 // 2x recall 0.677 -> 0.675, unresolved 2 -> 4; congestion at 8 nodes unresolved 1 -> 3 (the switch
 // still found in all); rounds +0.1 to +0.9.
 #include <algorithm>
