@@ -517,6 +517,8 @@ struct Planner::Impl : Setup, Evidence {
   // more control), Refuted (they are dropped, and the controls' figures are the history).
   ControlRead observe_control(const std::vector<int>& g, const GroupOutcome& o);
   void release_held(const std::string& why);
+  // The held tests are dropped and the slow controls' figures become the pair history.
+  void refute_history(const std::string& why);
   // A retest group judged uniformly slow against a shallow pair history (and dropped): asks for a
   // control of that history's level.
   void ask_control(const Judgement& j);

@@ -114,8 +114,12 @@ ControlRead Planner::Impl::observe_control(const std::vector<int>& g, const Grou
     note("control pair " + id + buf + ": slower than that level allows; another control pair decides");
     return ControlRead::Again;
   }
-  note("control pair " + id + buf + ", as the one before it did: that history was the fast tail of the noise, "
-       "not the healthy level; " +
+  refute_history("control pair " + id + buf + ", as the one before it did");
+  return ControlRead::Refuted;
+}
+
+void Planner::Impl::refute_history(const std::string& why) {
+  note(why + ": that history was the fast tail of the noise, not the healthy level; " +
        (control.held.empty() ? std::string() : std::to_string(control.held.size()) + " held pair test(s) dropped, ") +
        "the history is the controls' figures from now on");
   control.held.clear();
@@ -125,7 +129,6 @@ ControlRead Planner::Impl::observe_control(const std::vector<int>& g, const Grou
   for (double c : control.slow_costs) history.add(2, cfg.size_bytes, c);
   control.slow_costs.clear();
   control.slow_controls = 0;
-  return ControlRead::Refuted;
 }
 
 namespace strategy {
@@ -133,8 +136,8 @@ namespace strategy {
 // Two free known-good nodes never paired before and in no earlier control, clean (no slow pair test
 // recorded, no pair check): the first such pair in node order. The known-good partner of a held test may be one: leaving those
 // out left no control in small clusters (8 and 12 nodes at 20% noise: 1 and 7 false findings in
-// 1,000 and 2,000 healthy campaigns, against 0 and 1). With none, the held tests count as judged: a
-// control cannot come.
+// 1,000 and 2,000 healthy campaigns, against 0 and 1). With none, the held tests count as judged (a
+// control cannot come), unless a control read slow already: then that one refutes the history.
 void control(Planner::Impl& s, RoundDraft& round) {
   if (s.control.held.empty() && s.control.asked.empty()) return;
   std::vector<int> clean;
@@ -163,10 +166,15 @@ void control(Planner::Impl& s, RoundDraft& round) {
       return;
     }
   // Recorded now, into the last round's story, and settled before the other strategies plan on them.
+  // A control that read slow already stands alone: the held tests are not counted against it.
   s.story.current = &s.story.rounds.back();
-  s.release_held("no two known-good nodes free for a control pair");
-  s.control.vouched = true;
-  s.control.asked.clear();
+  if (s.control.slow_controls > 0) {
+    s.refute_history("no second control pair free, and the one before read slow");
+  } else {
+    s.release_held("no two known-good nodes free for a control pair");
+    s.control.vouched = true;
+    s.control.asked.clear();
+  }
   const std::int64_t last = s.book.next_id - 1;
   s.reevaluate_nodes(last);
   s.mark_pair_suspects();

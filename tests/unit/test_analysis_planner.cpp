@@ -271,3 +271,52 @@ TEST_CASE("round budget spent: suspects are reported unresolved with evidence an
   CHECK(unresolved.count("node3") == 1);
   CHECK(planner.story()["note"].get<std::string>().find("localize.unresolved") != std::string::npos);
 }
+
+// Control pairs (strategy_control.cpp) when a control's node dies, and when controls run out. 12
+// healthy nodes, no reference, figures in seconds: the screen's first two pairs read 0.6 (a lucky
+// history), everything else about 1.0, so every later pair is 1.67x "slow" against that history and
+// is held. The first control loses a member: that node is lost and the held tests stay held. The
+// next control, on two other nodes, reads 1.0, slow against that history; no third pair of clean
+// known-good nodes is free, so that one refutes it. No healthy node is named.
+TEST_CASE("control pairs: a control that loses a node, and controls that refute a lucky history",
+          "[analysis][planner]") {
+  PlannerConfig cfg;
+  cfg.seed = 7;
+  Planner planner(12, cfg);
+  int controls = 0, lost_node = -1;
+  int round = 0;
+  while (auto plan = planner.next()) {
+    ++round;
+    const bool control_round = plan->reason.rfind("control pair", 0) == 0;
+    std::vector<GroupOutcome> out;
+    for (std::size_t i = 0; i < plan->groups.size(); ++i) {
+      GroupOutcome o;
+      o.members = plan->groups[i];
+      const bool lucky = round == 1 && i < 2;
+      o.value = (lucky ? 0.6 : 1.0) * (1.0 + 0.01 * static_cast<double>(i % 3));
+      // The control is the round's first group; the first one loses its first member for good.
+      if (control_round && i == 0 && ++controls == 1) lost_node = o.members[0];
+      if (lost_node >= 0 && std::find(o.members.begin(), o.members.end(), lost_node) != o.members.end())
+        o.missing = {lost_node}, o.value.reset();
+      out.push_back(o);
+    }
+    planner.observe(*plan, out);
+    REQUIRE(round < 200);
+  }
+  REQUIRE(lost_node >= 0);
+  CHECK(controls >= 2);
+  const auto findings = planner.findings();
+  INFO(json(findings).dump());
+  bool lost_reported = false;
+  for (const auto& f : findings) {
+    CHECK(f.code != kiln::Code::NodeSlow);
+    if (f.code == kiln::Code::NodeLost) lost_reported = true;
+  }
+  CHECK(lost_reported);
+  const json story = planner.story();
+  bool refuted = false;
+  for (const auto& r : story["rounds"])
+    for (const auto& c : r["concluded"])
+      refuted = refuted || c.get<std::string>().find("fast tail of the noise") != std::string::npos;
+  CHECK(refuted);
+}
