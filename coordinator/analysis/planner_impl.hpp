@@ -513,8 +513,9 @@ struct Planner::Impl : Setup, Evidence {
   // strategy_control.cpp: pair tests held against a shallow history, and the control that decides them
   bool holds(const Tag& t, const std::vector<int>& g, const Judgement& j, bool shallow) const;
   void hold(const std::vector<int>& g, std::int64_t round, const GroupOutcome& o, const Judgement& j);
-  // A control's figure against the level the held tests were judged against: Vouched (the held tests are recorded), Again (one
-  // more control), Refuted (they are dropped, and the controls' figures are the history).
+  // A control's figure against the level the held tests were judged against: Vouched (the held
+  // tests are recorded), Again (one more control), Refuted (they are dropped, and the controls'
+  // figures are the history).
   ControlRead observe_control(const std::vector<int>& g, const GroupOutcome& o);
   void release_held(const std::string& why);
   // The held tests are dropped and the slow controls' figures become the pair history.
