@@ -21,9 +21,9 @@
 // dozen nodes the screen's pairs make the history deep at once, and nothing is held either.
 //
 // Healthy, 20% noise, 2,000 campaigns per size at 8-48 nodes (seeds 100001 on): 12 nodes 9 false
-// findings in 2 campaigns -> 0; 24 nodes 1 -> 0; 8 nodes unresolved 2 -> 0. The cost, 100 seeds at 5% noise: k = 8 of 16 nodes
-// 2x recall 0.677 -> 0.675, unresolved 2 -> 4; congestion at 8 nodes unresolved 1 -> 3 (the switch
-// still found in all); rounds +0.1 to +0.9.
+// findings in 2 campaigns -> 0; 24 nodes 1 -> 0; 8 nodes unresolved 2 -> 0. The cost, 100 seeds at
+// 5% noise: k = 8 of 16 nodes 2x recall 0.677 -> 0.675, unresolved 2 -> 4; congestion at 8 nodes
+// unresolved 1 -> 3 (the switch still found in all); rounds +0.1 to +0.9.
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
