@@ -91,9 +91,9 @@ std::optional<double> reference_figure(const OutlierConfig& cfg, std::int64_t si
 // The reference's spread is the relative cutoff's third (reference_sigma below says why).
 constexpr double kReferenceSpreadParts = 3.0;
 
-double reference_spread(const OutlierConfig& cfg) {
-  return std::log(1.0 / cfg.rel_cutoff) / kReferenceSpreadParts;
-}
+double relative_limit(const OutlierConfig& cfg) { return std::log(1.0 / cfg.rel_cutoff); }
+
+double reference_spread(const OutlierConfig& cfg) { return relative_limit(cfg) / kReferenceSpreadParts; }
 
 void History::add(int group_size, std::int64_t size_bytes, double cost) {
   if (!(cost > 0.0) || !std::isfinite(cost)) return;
@@ -256,7 +256,7 @@ std::optional<Baseline> baseline(const std::vector<double>& logs, const History:
 std::vector<Judgement> classify_round(const std::vector<GroupSample>& groups,
                                       const OutlierConfig& cfg, const History* history) {
   std::vector<Judgement> out(groups.size());
-  const double rel_limit = std::log(1.0 / cfg.rel_cutoff);  // log-slowness the cutoff allows
+  const double rel_limit = relative_limit(cfg);
 
   // Peers: groups of the same size measured at the same message size in this round.
   std::map<std::pair<int, std::int64_t>, std::vector<std::size_t>> by_key;

@@ -129,6 +129,9 @@ double to_cost(double value, Direction d);
 // positive and finite.
 std::optional<double> reference_figure(const OutlierConfig& cfg, std::int64_t size_bytes);
 
+// The log-slowness the relative cutoff allows: log(1 / rel_cutoff).
+double relative_limit(const OutlierConfig& cfg);
+
 // The log spread a figure judged against the reference is judged with while no history spread is
 // deep enough: a third of the relative cutoff (slow from 1.35x at z_cutoff 4).
 double reference_spread(const OutlierConfig& cfg);

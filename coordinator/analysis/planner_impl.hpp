@@ -404,7 +404,7 @@ struct ControlState {
   // seed 101894: the screen's pairs at 0.7x of typical, six row tests of all 8 nodes at 1.6x, two
   // nodes left unresolved).
   std::vector<double> asked;
-  std::set<std::pair<int, int>> used;  // control pairs planned, (low, high)
+  std::set<int> used;       // nodes of the control pairs planned
 };
 
 struct Story {
@@ -518,6 +518,8 @@ struct Planner::Impl : Setup, Evidence {
   // figures are the history).
   ControlRead observe_control(const std::vector<int>& g, const GroupOutcome& o);
   void release_held(const std::string& why);
+  // The level stands: the held tests are recorded, and nothing is held or asked for again.
+  void vouch(const std::string& why);
   // The held tests are dropped and the slow controls' figures become the pair history.
   void refute_history(const std::string& why);
   // A retest group judged uniformly slow against a shallow pair history (and dropped): asks for a

@@ -80,12 +80,16 @@ void Planner::Impl::ask_control(const Judgement& j) {
   control.asked.push_back(std::log(to_cost(j.expected, cfg.outliers.direction)));
 }
 
+void Planner::Impl::vouch(const std::string& why) {
+  control.vouched = true;
+  control.asked.clear();
+  release_held(why);
+}
+
 ControlRead Planner::Impl::observe_control(const std::vector<int>& g, const GroupOutcome& o) {
   const std::string id = link_id(g[0], g[1]);
   if ((control.held.empty() && control.asked.empty()) || !o.value || !(*o.value > 0.0)) {
-    release_held("the control " + id + " has no figure");
-    control.vouched = true;
-    control.asked.clear();
+    vouch("the control " + id + " has no figure");
     return ControlRead::Vouched;
   }
   // The level the held tests were judged against (the history as it was then: later fast pairs may
@@ -95,16 +99,13 @@ ControlRead Planner::Impl::observe_control(const std::vector<int>& g, const Grou
   for (const auto& h : control.held) levels.push_back(std::log(to_cost(h.judgement.expected, cfg.outliers.direction)));
   const double cost = to_cost(*o.value, cfg.outliers.direction);
   const double d = std::log(cost) - stats::median(levels);
-  const double rel_limit = std::log(1.0 / cfg.outliers.rel_cutoff);
   std::ostringstream t;
   t << std::fixed << std::setprecision(2) << " read " << std::exp(d)
     << "x of the level " << (control.held.empty() ? "retest groups were" : "the held pair tests were") << " judged against";
   const std::string buf = t.str();
-  if (d <= kVouchShare * rel_limit) {
-    control.vouched = true;
-    control.asked.clear();
+  if (d <= kVouchShare * relative_limit(cfg.outliers)) {
     if (control.held.empty()) note("control pair " + id + buf + ", the level healthy pairs reach");
-    release_held("the control pair " + id + buf + ", the level healthy pairs reach");
+    vouch("the control pair " + id + buf + ", the level healthy pairs reach");
     return ControlRead::Vouched;
   }
   control.slow_costs.push_back(cost);
@@ -134,16 +135,19 @@ void Planner::Impl::refute_history(const std::string& why) {
 namespace strategy {
 
 // Two free known-good nodes never paired before and in no earlier control, clean (no slow pair test
-// recorded, no pair check): the first such pair in node order. The known-good partner of a held test may be one: leaving those
-// out left no control in small clusters (8 and 12 nodes at 20% noise: 1 and 7 false findings in
-// 1,000 and 2,000 healthy campaigns, against 0 and 1). With none, the held tests count as judged (a
-// control cannot come), unless a control read slow already: then that one refutes the history.
+// recorded, no pair check): the first such pair in node order. A node of an earlier control is left
+// out (two controls sharing a node are not two readings); the known-good partner of a held test may
+// be one: leaving those out left no control in small clusters (8 and 12 nodes at 20% noise: 1 and 7
+// false findings in 1,000 and 2,000 healthy campaigns, against 0 and 1). With none, the held tests
+// count as judged (a control cannot come), unless a control read slow already: then that one
+// refutes the history.
 void control(Planner::Impl& s, RoundDraft& round) {
   if (s.control.held.empty() && s.control.asked.empty()) return;
   std::vector<int> clean;
   for (int u = 0; u < s.n; ++u) {
     const auto& d = s.nodes[u];
-    if (s.good(u) && !round.busy[u] && d.item < 0 && d.slow_pairs.empty() && !d.pair_checked && !d.pair_suspect)
+    if (s.good(u) && !round.busy[u] && !s.control.used.count(u) && d.item < 0 && d.slow_pairs.empty() &&
+        !d.pair_checked && !d.pair_suspect)
       clean.push_back(u);
   }
   auto met = [&](int a, int b) {
@@ -151,16 +155,12 @@ void control(Planner::Impl& s, RoundDraft& round) {
       if ((t.a == a && t.b == b) || (t.a == b && t.b == a)) return true;
     return false;
   };
-  // A node of an earlier control is left out: two controls sharing a node are not two readings.
-  std::erase_if(clean, [&](int u) {
-    return std::any_of(s.control.used.begin(), s.control.used.end(),
-                       [&](const auto& p) { return p.first == u || p.second == u; });
-  });
   for (std::size_t i = 0; i < clean.size(); ++i)
     for (std::size_t j = i + 1; j < clean.size(); ++j) {
       const int a = clean[i], b = clean[j];
       if (met(a, b)) continue;
-      s.control.used.insert({a, b});
+      s.control.used.insert(a);
+      s.control.used.insert(b);
       round.add({a, b}, Tag{Tag::Control});
       round.explain("control pair " + s.link_id(a, b) + ": is the history the pairs were judged against healthy?");
       return;
@@ -171,9 +171,7 @@ void control(Planner::Impl& s, RoundDraft& round) {
   if (s.control.slow_controls > 0) {
     s.refute_history("no second control pair free, and the one before read slow");
   } else {
-    s.release_held("no two known-good nodes free for a control pair");
-    s.control.vouched = true;
-    s.control.asked.clear();
+    s.vouch("no two known-good nodes free for a control pair");
   }
   const std::int64_t last = s.book.next_id - 1;
   s.reevaluate_nodes(last);
