@@ -181,6 +181,81 @@ std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& 
   return out;
 }
 
+// A fast core (fast_core) is looked for in groups of up to this many members (8,128 edges): the
+// half-slow small clusters it is for, at the cost of a pass over a group's edges per member.
+constexpr std::size_t kCoreMembers = 128;
+// Fewest core members: the rows outside it are judged on their edges to it (kMinRow).
+constexpr std::size_t kCoreMin = kMinRow;
+// Each core member is fast with at least this share of the others; a member outside, with at most
+// the rest of the core, and the members outside with at most that share of each other.
+constexpr double kCoreRow = 0.75;
+
+// The members of a fast core, or nothing. An edge is fast when it reads the relative cutoff or more
+// below the group's median edge; at least a tenth of the edges and less than half are (the median
+// edge is a slow one). The core is what is left after peeling, one at a time, the member with the
+// fewest fast edges to those left while that is under kCoreRow of them; the members outside it must
+// be fast with little of the core and of each other, and the edges that touch them must read slower
+// than the core's own by the relative cutoff and by z_cutoff times their spread. Those members are
+// slow with every peer, as a slow node is (a good node's edge to a slow one is slow), and hold the
+// median edge: half the nodes of a small cluster 2x slow, whose screen held no pair of two good
+// nodes, so the pair history is the slow level; every edge then read within the group's median but
+// the good nodes' edges among themselves, which read fast, and nothing was found (16 nodes, 8 of them
+// 2x, 5% noise, no reference: 14 campaigns in 40 found none). Noise makes no core: at 20% the
+// fastest tenth of the edges holds dense little cliques, but the edges around them read only a
+// selection's distance slower, short of z_cutoff spreads. Congestion makes none either: the edges
+// inside each leaf read fast, so the members outside one core are fast with each other.
+std::vector<int> fast_core(const std::vector<int>& g, const GroupOutcome& o, const OutlierConfig& rules,
+                           const std::vector<int>& row_of) {
+  const std::size_t m = g.size();
+  if (m > kCoreMembers || m <= kCoreMin) return {};
+  std::vector<double> logs;
+  logs.reserve(o.edges.size());
+  for (const auto& e : o.edges) logs.push_back(std::log(to_cost(e.value, rules.direction)));
+  const double rel_limit = relative_limit(rules);
+  const double edge = stats::median(logs) - rel_limit;
+  const auto fast_count = static_cast<std::size_t>(std::count_if(logs.begin(), logs.end(), [&](double x) { return x <= edge; }));
+  if (fast_count < 2 || fast_count * 10 < logs.size() || fast_count * 2 >= logs.size()) return {};
+  auto at = [&](int u) { return static_cast<std::size_t>(row_of[static_cast<std::size_t>(u)]); };
+  std::vector<char> fast(m * m, 0);
+  for (std::size_t i = 0; i < logs.size(); ++i)
+    if (logs[i] <= edge) fast[at(o.edges[i].a) * m + at(o.edges[i].b)] = fast[at(o.edges[i].b) * m + at(o.edges[i].a)] = 1;
+  std::vector<char> in(m, 1);
+  auto fast_with = [&](std::size_t i, const std::vector<char>& set) {
+    std::size_t c = 0;
+    for (std::size_t j = 0; j < m; ++j) c += set[j] && j != i && fast[i * m + j] ? 1 : 0;
+    return c;
+  };
+  for (std::size_t left = m;; --left) {
+    if (left < kCoreMin) return {};
+    std::size_t worst = m, fewest = m;
+    for (std::size_t i = 0; i < m; ++i)
+      if (in[i]) {
+        const auto c = fast_with(i, in);
+        if (c < fewest) fewest = c, worst = i;
+      }
+    if (static_cast<double>(fewest) >= kCoreRow * static_cast<double>(left - 1)) break;
+    in[worst] = 0;
+  }
+  std::vector<char> out(m, 0);
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < m; ++i) out[i] = !in[i], k += in[i] ? 1 : 0;
+  if (k == m) return {};
+  for (std::size_t i = 0; i < m; ++i)
+    if (out[i] && (static_cast<double>(fast_with(i, in)) > (1.0 - kCoreRow) * static_cast<double>(k) ||
+                   static_cast<double>(fast_with(i, out)) > (1.0 - kCoreRow) * static_cast<double>(m - k - 1)))
+      return {};
+  std::vector<double> inside, around;
+  for (std::size_t i = 0; i < logs.size(); ++i)
+    (in[at(o.edges[i].a)] && in[at(o.edges[i].b)] ? inside : around).push_back(logs[i]);
+  const double apart = stats::median(around) - stats::median(inside);
+  if (apart <= rel_limit || apart < rules.z_cutoff * stats::mad_sigma(around)) return {};
+  std::vector<int> core;
+  for (std::size_t i = 0; i < m; ++i)
+    if (in[i]) core.push_back(g[i]);
+  std::sort(core.begin(), core.end());
+  return core;
+}
+
 }  // namespace
 
 double Planner::Impl::edge_sigma() const {
@@ -210,18 +285,34 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
       level[i] = row_z[i].size() >= kMinRow ? row_level(std::move(row_z[i])) : std::numeric_limits<double>::quiet_NaN();
     return level;
   };
+  // A fast core: the members outside it are judged on their edges to it, against the edges inside it.
+  const auto core = fast_core(g, o, cfg.outliers, row_of);
+  std::vector<int> outside;
+  for (int u : g)
+    if (!core.empty() && !std::binary_search(core.begin(), core.end(), u)) outside.push_back(u);
   auto level = row_levels(scored);
+  if (!core.empty()) {
+    std::vector<std::vector<double>> to_core(g.size());
+    for (const auto& e : score_edges(o, cfg.outliers, floor, outside))
+      if (std::binary_search(core.begin(), core.end(), e.a) != std::binary_search(core.begin(), core.end(), e.b))
+        to_core[row(std::binary_search(core.begin(), core.end(), e.a) ? e.b : e.a)].push_back(e.z);
+    for (int u : outside)
+      level[row(u)] = to_core[row(u)].size() >= kMinRow ? row_level(std::move(to_core[row(u)]))
+                                                        : std::numeric_limits<double>::quiet_NaN();
+    for (int u : core) level[row(u)] = std::numeric_limits<double>::quiet_NaN();
+  }
   // Rows leaning slow are left out of the baseline before any row is judged: a 1.25x node's row
   // is a quarter of a group of 8's edges and widens the spread it is judged against.
   std::vector<int> leaning;
   for (int u : g)
-    if (!std::isnan(level[row(u)]) && level[row(u)] >= kLeanZ) leaning.push_back(u);
+    if (core.empty() && !std::isnan(level[row(u)]) && level[row(u)] >= kLeanZ) leaning.push_back(u);
   std::vector<ScoredEdge> lean_scored;
   if (!leaning.empty()) level = row_levels(lean_scored = score_edges(o, cfg.outliers, floor, leaning));
   for (int u : g) {
     if (std::isnan(level[row(u)]) || level[row(u)] < zc / 2) continue;
     r.slow_rows.push_back(u);
   }
+  if (!r.slow_rows.empty()) r.core = core;
   // Leaning rows for the leaning-node rule, which runs up to kLeanCluster nodes only: each row's
   // median edge slowness, in one pass over the edges.
   if (n <= kLeanCluster && !leaning.empty()) {
@@ -277,6 +368,7 @@ Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t ro
   }
   auto r = read_edges(g, o, suspect);
   pool_deviations(r.deviations);
+  if (!r.core.empty()) want_level();
   const bool leaf = explain_leaf_rows(o, r, round);  // a congested leaf's rows are its switch's
   // A known link read slow again explains a slow group too (a retest group of 8 holding a 3.4x link
   // was taken for uniformly slow and its readings dropped: three edge retests without one reading),
@@ -553,6 +645,11 @@ void Planner::Impl::record_edge_evidence(const EdgeReading& r, std::int64_t roun
     nlohmann::json l = nlohmann::json::array();
     for (auto [a, b] : opened) l.push_back(link_id(a, b));
     e["edges"]["slow_links"] = l;
+  }
+  if (!r.core.empty()) {
+    nlohmann::json c = nlohmann::json::array();
+    for (int u : r.core) c.push_back(name(u));
+    e["edges"]["fast_core"] = c;
   }
   (*story.current)["slow"].push_back(e);
 }

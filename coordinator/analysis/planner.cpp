@@ -97,6 +97,7 @@ std::optional<RoundPlan> Planner::next() {
   // so a second pass is asked before the planner stops.
   for (int pass = 0; pass < 2 && round.empty() && !s.exact.active; ++pass) {
     strategy::control(s, round);
+    if (s.control.level_wanted && !round.empty()) break;  // level controls alone (strategy_control.cpp)
     strategy::resolve(s, round);
     strategy::split(s, round);
     strategy::retest_edges(s, round);
@@ -270,8 +271,16 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
   const auto pair_history = s.history.reference(2, s.cfg.size_bytes);
   bool refuted = false;
   std::vector<char> vouched(plan.groups.size(), 0);
+  // Level controls (a fast core's) are read together, and are no pair tests of their own.
+  const bool level_round = s.control.level_wanted;
+  if (level_round) {
+    std::vector<const GroupOutcome*> level;
+    for (std::size_t i = 0; i < plan.groups.size(); ++i)
+      if (tags[i].kind == Tag::Control && out[i]->missing.empty()) level.push_back(out[i]);
+    s.observe_level(level);
+  }
   for (std::size_t i = 0; i < plan.groups.size(); ++i)
-    if (tags[i].kind == Tag::Control && out[i]->missing.empty()) {
+    if (!level_round && tags[i].kind == Tag::Control && out[i]->missing.empty()) {
       const auto read = s.observe_control(plan.groups[i], *out[i]);
       refuted = refuted || read == ControlRead::Refuted;
       vouched[i] = read == ControlRead::Vouched;

@@ -144,6 +144,7 @@ struct EdgeReading {
   std::vector<std::pair<int, int>> sightings;
   bool far_sighting = false;  // one of them at z_cutoff or beyond
   std::vector<double> deviations;  // |log edge - median| of the edges the spread was taken from
+  std::vector<int> core;  // the fast core the slow rows were judged against (fast_core), if any
   // Every edge with neither end in a slow row, for the base rates (evidence_noise.cpp): (a, b, level),
   // level 2 slow (z >= kDecideZ), -1 fast (z < kClearZ), 0 between; known: a link suspicion holds it.
   struct Clean {
@@ -405,6 +406,11 @@ struct ControlState {
   // nodes left unresolved).
   std::vector<double> asked;
   std::set<int> used;       // nodes of the control pairs planned
+  // A fast core in an all-to-all (fast_core, evidence_edges.cpp) says the pair history may be the
+  // slow nodes' level: the next round times control pairs of core nodes alone, whose median replaces
+  // that history where it is faster by the relative cutoff (Impl::want_level, Impl::observe_level).
+  bool level_wanted = false;
+  bool level_read = false;
 };
 
 struct Story {
@@ -525,6 +531,12 @@ struct Planner::Impl : Setup, Evidence {
   // A retest group judged uniformly slow against a shallow pair history (and dropped): asks for a
   // control of that history's level.
   void ask_control(const Judgement& j);
+  // A fast core judged slow rows: without a reference, and with a shallow pair history, control pairs
+  // of core nodes read the healthy pairs' level (once a campaign).
+  void want_level();
+  // Those controls' figures against the pair history: a history slower than them by the relative
+  // cutoff is forgotten before they are recorded, so they are the history from then on.
+  void observe_level(const std::vector<const GroupOutcome*>& controls);
 
   // evidence_intermittent.cpp
   std::vector<PairRecord> pair_records() const;

@@ -20,6 +20,12 @@
 // reference the reference judges such rounds (reference(all-slow)) and nothing is held; past a few
 // dozen nodes the screen's pairs make the history deep at once, and nothing is held either.
 //
+// The opposite case: every screen pair of a small cluster held a slow node, so the pair history is
+// the slow level and the slow nodes' pair tests with good partners read fine against it. An
+// all-to-all's fast core (fast_core, evidence_edges.cpp) shows it; level controls, pairs of core
+// nodes timed alone in the next round, measure the healthy level, which replaces the history where
+// it is faster by the relative cutoff (Impl::want_level, Impl::observe_level, level_control).
+//
 // Healthy, 20% noise, 2,000 campaigns per size at 8-48 nodes (seeds 100001 on): 12 nodes 9 false
 // findings in 2 campaigns -> 0; 24 nodes 1 -> 0; 8 nodes unresolved 2 -> 0. The cost, 100 seeds at
 // 5% noise: k = 8 of 16 nodes 2x recall 0.677 -> 0.675, unresolved 2 -> 4; congestion at 8 nodes
@@ -132,7 +138,84 @@ void Planner::Impl::refute_history(const std::string& why) {
   control.slow_controls = 0;
 }
 
+void Planner::Impl::want_level() {
+  if (control.level_wanted || control.level_read || reference_figure(cfg.outliers, cfg.size_bytes)) return;
+  const auto pairs = history.reference(2, cfg.size_bytes);
+  if (!pairs || pairs->count >= History::kOwnSpread) return;
+  control.level_wanted = true;
+  note("an all-to-all's edges among a core of its members read fast and the rest slow with all of them: control "
+       "pairs of core nodes will show whether the pair history is the slow nodes' level");
+}
+
+void Planner::Impl::observe_level(const std::vector<const GroupOutcome*>& controls) {
+  control.level_wanted = false;
+  control.level_read = true;
+  std::vector<double> logs;
+  for (const auto* o : controls)
+    if (o->value && *o->value > 0.0) logs.push_back(std::log(to_cost(*o->value, cfg.outliers.direction)));
+  const auto pairs = history.reference(2, cfg.size_bytes);
+  if (logs.empty() || !pairs) return;
+  const double d = stats::median(logs) - pairs->log_median;
+  std::ostringstream t;
+  t << std::fixed << std::setprecision(2) << "control pairs of core nodes read " << std::exp(d) << "x of the pair history";
+  // Read at the history's level (as a control vouches) or well below it, the controls measured the
+  // healthy pairs' level with known-good nodes: no pair test is held against it later. Below it,
+  // their median is the history, one figure, so the pairs judged against it get the spread of a
+  // history too short for one (half the relative cutoff): the MAD of two control figures is one
+  // noise draw, and at 0.21 (two controls 0.57x and 0.48x of the old history, 8 nodes with 3 of
+  // them 2x, seed 77) a 2.08x suspect read z 3.5, fine, and fed the history, and all three slow
+  // nodes ended unresolved.
+  if (d < -relative_limit(cfg.outliers)) {
+    note(t.str() + ": that history was slow pairs, the controls' median is the history from now on");
+    history.forget(2, cfg.size_bytes);
+    history.add(2, cfg.size_bytes, std::exp(stats::median(logs)));
+    vouch(t.str() + ", the level healthy pairs reach");
+  } else if (d <= kVouchShare * relative_limit(cfg.outliers)) {
+    note(t.str() + ": that history is the healthy pairs' level");
+    vouch(t.str() + ", the level healthy pairs reach");
+  } else {
+    note(t.str() + ": slower than that history, which stands");
+  }
+}
+
 namespace strategy {
+
+namespace {
+bool met(const Planner::Impl& s, int a, int b) {
+  return std::any_of(s.pair_tests.begin(), s.pair_tests.end(),
+                     [&](const auto& t) { return (t.a == a && t.b == b) || (t.a == b && t.b == a); });
+}
+
+// Up to kLevelControls disjoint pairs of known-good nodes with no slow row, no slow pair test and
+// no pair check, never paired before, and nothing else in the round (Planner::next): the other tests
+// of suspects would be judged against the history these decide. With none, the history stands.
+// Their nodes are used as a control's are (control()'s later controls leave them out).
+constexpr int kLevelControls = 2;
+void level_control(Planner::Impl& s, RoundDraft& round) {
+  std::vector<int> clean;
+  for (int u = 0; u < s.n; ++u) {
+    const auto& d = s.nodes[u];
+    if (s.good(u) && d.slow_rows == 0 && d.slow_pairs.empty() && !d.pair_checked && !d.pair_suspect) clean.push_back(u);
+  }
+  std::vector<char> taken(static_cast<std::size_t>(s.n), 0);
+  int planned = 0;
+  for (std::size_t i = 0; i < clean.size() && planned < kLevelControls; ++i)
+    for (std::size_t j = i + 1; j < clean.size() && !taken[static_cast<std::size_t>(clean[i])]; ++j) {
+      const int a = clean[i], b = clean[j];
+      if (taken[static_cast<std::size_t>(b)] || met(s, a, b)) continue;
+      taken[static_cast<std::size_t>(a)] = taken[static_cast<std::size_t>(b)] = 1;
+      s.control.used.insert(a);
+      s.control.used.insert(b);
+      round.add({a, b}, Tag{Tag::Control});
+      round.explain("control pair " + s.link_id(a, b) + ": is the pair history the slow nodes' level?");
+      ++planned;
+    }
+  if (planned == 0) {
+    s.control.level_wanted = false;
+    s.control.level_read = true;
+  }
+}
+}  // namespace
 
 // Two free known-good nodes never paired before and in no earlier control, clean (no slow pair test
 // recorded, no pair check): the first such pair in node order. A node of an earlier control is left
@@ -142,6 +225,10 @@ namespace strategy {
 // count as judged (a control cannot come), unless a control read slow already: then that one
 // refutes the history.
 void control(Planner::Impl& s, RoundDraft& round) {
+  if (s.control.level_wanted) {
+    level_control(s, round);
+    return;
+  }
   if (s.control.held.empty() && s.control.asked.empty()) return;
   std::vector<int> clean;
   for (int u = 0; u < s.n; ++u) {
@@ -150,15 +237,10 @@ void control(Planner::Impl& s, RoundDraft& round) {
         !d.pair_checked && !d.pair_suspect)
       clean.push_back(u);
   }
-  auto met = [&](int a, int b) {
-    for (const auto& t : s.pair_tests)
-      if ((t.a == a && t.b == b) || (t.a == b && t.b == a)) return true;
-    return false;
-  };
   for (std::size_t i = 0; i < clean.size(); ++i)
     for (std::size_t j = i + 1; j < clean.size(); ++j) {
       const int a = clean[i], b = clean[j];
-      if (met(a, b)) continue;
+      if (met(s, a, b)) continue;
       s.control.used.insert(a);
       s.control.used.insert(b);
       round.add({a, b}, Tag{Tag::Control});
