@@ -145,6 +145,7 @@ struct EdgeReading {
   bool far_sighting = false;  // one of them at z_cutoff or beyond
   std::vector<double> deviations;  // |log edge - median| of the edges the spread was taken from
   std::vector<int> core;  // the fast core the slow rows were judged against (fast_core), if any
+  std::vector<int> weak_core;  // a core read apart by half the z cutoff only (fast_core): remembered
   // Every edge with neither end in a slow row, for the base rates (evidence_noise.cpp): (a, b, level),
   // level 2 slow (z >= kDecideZ), -1 fast (z < kClearZ), 0 between; known: a link suspicion holds it.
   struct Clean {
@@ -294,6 +295,9 @@ struct Evidence {
   bool pair_rate_memo_on = false;
   mutable std::optional<double> pair_rate_memo;
   std::uint64_t edge_spread_seen = 0;
+  // Fast cores read apart from their surroundings by less than z_cutoff spreads (fast_core,
+  // evidence_edges.cpp): a core read so again, the same members, counts.
+  std::set<std::vector<int>> weak_cores;
 };
 
 // Round bookkeeping: which round comes next, what has been seen, and why the planner stopped.
@@ -531,8 +535,8 @@ struct Planner::Impl : Setup, Evidence {
   // A retest group judged uniformly slow against a shallow pair history (and dropped): asks for a
   // control of that history's level.
   void ask_control(const Judgement& j);
-  // A fast core judged slow rows: without a reference, and with a shallow pair history, control pairs
-  // of core nodes read the healthy pairs' level (once a campaign).
+  // A fast core judged slow rows: without a reference, control pairs of core nodes read the healthy
+  // pairs' level (once a campaign).
   void want_level();
   // Those controls' figures against the pair history: a history slower than them by the relative
   // cutoff is forgotten before they are recorded, so they are the history from then on.

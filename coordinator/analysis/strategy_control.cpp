@@ -138,10 +138,12 @@ void Planner::Impl::refute_history(const std::string& why) {
   control.slow_controls = 0;
 }
 
+// At any depth of the pair history: on the 12-node testbed with 6 ports at half rate the screen's
+// 6 pairs and two retests made 8 figures, most of them with a slow member, and the slow nodes' pair
+// tests with good partners read fine against them: 4 of the 6 came out intermittent, 2 unresolved.
 void Planner::Impl::want_level() {
   if (control.level_wanted || control.level_read || reference_figure(cfg.outliers, cfg.size_bytes)) return;
-  const auto pairs = history.reference(2, cfg.size_bytes);
-  if (!pairs || pairs->count >= History::kOwnSpread) return;
+  if (!history.reference(2, cfg.size_bytes)) return;
   control.level_wanted = true;
   note("an all-to-all's edges among a core of its members read fast and the rest slow with all of them: control "
        "pairs of core nodes will show whether the pair history is the slow nodes' level");

@@ -14,6 +14,16 @@ using kiln::analysis::run_simulate;
 using kiln::analysis::SimulateOptions;
 using kiln::analysis::simulate_trial;
 
+namespace {
+// Whether a conclusion in a trial's story (SimulateOptions::story) holds the text.
+bool story_says(const nlohmann::json& detail, const std::string& text) {
+  for (const auto& round : detail["story"]["rounds"])
+    for (const auto& c : round["concluded"])
+      if (c.get<std::string>().find(text) != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
 TEST_CASE("simulate finds one bad node in 1024 nodes within log2(N)+4 rounds", "[analysis][simulate]") {
   SimulateOptions opt;
   opt.nodes = 1024;
@@ -322,11 +332,7 @@ TEST_CASE("simulate: without a reference, a control pair vouches for the healthy
     INFO("seed " << seed << ": " << r.detail["findings"].dump());
     CHECK(r.false_findings == 0);
     CHECK(r.true_positives == 8);
-    bool vouched = false;
-    for (const auto& round : r.detail["story"]["rounds"])
-      for (const auto& c : round["concluded"])
-        vouched = vouched || c.get<std::string>().find("the level healthy pairs reach") != std::string::npos;
-    CHECK(vouched);
+    CHECK(story_says(r.detail, "the level healthy pairs reach"));
   }
 }
 
@@ -344,15 +350,8 @@ TEST_CASE("simulate: a row test read uniformly slow against a lucky pair history
   INFO(r.detail["findings"].dump());
   CHECK(r.false_findings == 0);
   CHECK(r.unresolved == 0);
-  bool asked = false, refuted = false;
-  for (const auto& round : r.detail["story"]["rounds"])
-    for (const auto& c : round["concluded"]) {
-      const auto text = c.get<std::string>();
-      asked = asked || text.find("a retest group read uniformly slow") != std::string::npos;
-      refuted = refuted || text.find("the history is the controls' figures") != std::string::npos;
-    }
-  CHECK(asked);
-  CHECK(refuted);
+  CHECK(story_says(r.detail, "a retest group read uniformly slow"));
+  CHECK(story_says(r.detail, "the history is the controls' figures"));
 }
 
 TEST_CASE("simulate: without a reference, an all-to-all's fast core names the half of a small cluster that is slow", "[analysis][simulate]") {
@@ -409,11 +408,7 @@ TEST_CASE("simulate: a fast core's control pairs replace a pair history that was
   CHECK(r.false_findings == 0);
   CHECK(r.true_positives == 3);
   CHECK(r.unresolved == 0);
-  bool replaced = false;
-  for (const auto& round : r.detail["story"]["rounds"])
-    for (const auto& c : round["concluded"])
-      replaced = replaced || c.get<std::string>().find("that history was slow pairs") != std::string::npos;
-  CHECK(replaced);
+  CHECK(story_says(r.detail, "that history was slow pairs"));
 }
 
 TEST_CASE("simulate: healthy small clusters at 20% noise make no fast core", "[analysis][simulate]") {
