@@ -308,9 +308,10 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
     if (c->sure || weak_cores.count(c->members)) core = c->members, core_floor.edges = c->spread;
     if (!c->sure) r.weak_core = std::move(c->members);
   }
+  auto in_core = [&core](int u) { return std::binary_search(core.begin(), core.end(), u); };
   std::vector<int> outside;
   for (int u : g)
-    if (!core.empty() && !std::binary_search(core.begin(), core.end(), u)) outside.push_back(u);
+    if (!core.empty() && !in_core(u)) outside.push_back(u);
   auto level = row_levels(scored);
   if (!core.empty()) {
     std::vector<std::vector<double>> to_core(g.size());
@@ -318,8 +319,7 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
     // mixed the two levels, and on the 12-node testbed (6 ports at half rate) their pooled spread
     // made 5 of the 6 slow rows read under z_cutoff / 2 against a core found in two all-to-alls.
     for (const auto& e : score_edges(o, cfg.outliers, core_floor, outside))
-      if (std::binary_search(core.begin(), core.end(), e.a) != std::binary_search(core.begin(), core.end(), e.b))
-        to_core[row(std::binary_search(core.begin(), core.end(), e.a) ? e.b : e.a)].push_back(e.z);
+      if (in_core(e.a) != in_core(e.b)) to_core[row(in_core(e.a) ? e.b : e.a)].push_back(e.z);
     for (int u : outside)
       level[row(u)] = to_core[row(u)].size() >= kMinRow ? row_level(std::move(to_core[row(u)]))
                                                         : std::numeric_limits<double>::quiet_NaN();

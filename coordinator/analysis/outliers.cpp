@@ -95,10 +95,6 @@ double relative_limit(const OutlierConfig& cfg) { return std::log(1.0 / cfg.rel_
 
 double reference_spread(const OutlierConfig& cfg) { return relative_limit(cfg) / kReferenceSpreadParts; }
 
-std::vector<double> fast_cluster(const std::vector<double>& logs, const OutlierConfig& cfg) {
-  return fast_cluster(logs, cfg, relative_limit(cfg));
-}
-
 void History::add(int group_size, std::int64_t size_bytes, double cost) {
   if (!(cost > 0.0) || !std::isfinite(cost)) return;
   auto& b = buckets_[key(group_size, size_bytes)];

@@ -136,8 +136,4 @@ double relative_limit(const OutlierConfig& cfg);
 // deep enough: a third of the relative cutoff (slow from 1.35x at z_cutoff 4).
 double reference_spread(const OutlierConfig& cfg);
 
-// The fast cluster of log costs that fall into two clusters (the rule a round is re-centred on when
-// half or more of its groups are slow), empty when they do not.
-std::vector<double> fast_cluster(const std::vector<double>& logs, const OutlierConfig& cfg);
-
 }  // namespace kiln::analysis
