@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "common/stats.hpp"
+#include "coordinator/analysis/evidence_core.hpp"
 #include "coordinator/analysis/planner_impl.hpp"
 
 namespace kiln::analysis {
@@ -181,96 +182,6 @@ std::vector<ScoredEdge> score_edges(const GroupOutcome& o, const OutlierConfig& 
   return out;
 }
 
-// A fast core (fast_core) is looked for in groups of up to this many members (8,128 edges): the
-// half-slow small clusters it is for, at the cost of a pass over a group's edges per member.
-constexpr std::size_t kCoreMembers = 128;
-// Fewest core members: the rows outside it are judged on their edges to it (kMinRow).
-constexpr std::size_t kCoreMin = kMinRow;
-// Each core member is fast with at least this share of the others, and the members outside it with
-// at most the rest of the edges among them.
-constexpr double kCoreRow = 0.75;
-
-// A fast core read from a group's edges (fast_core).
-struct Core {
-  std::vector<int> members;  // sorted
-  bool sure = false;         // read apart by z_cutoff spreads, not half that only
-  double spread = 0.0;       // the MAD spread of the edges that touch the members outside
-};
-
-// The members of a fast core, or nothing. An edge is fast when it reads the relative cutoff or more
-// below the group's median edge; at least a tenth of the edges and less than half are (the median
-// edge is a slow one). The core is what is left after peeling, one at a time, the member with the
-// fewest fast edges to those left while that is under kCoreRow of them; the members outside it must
-// be fast with little of each other, and the edges that touch them must read slower than the core's
-// own (median against median) by the relative cutoff and by z_cutoff times their spread (sure), or
-// half that (a core that counts once the same members make one again: Impl::weak_cores). Those
-// members are slow with every peer, as a slow node is (a good node's edge to a slow one is slow), and
-// hold the median edge: half the nodes of a small cluster 2x slow, whose screen held no pair of two
-// good nodes, so the pair history is the slow level; every edge then read within the group's median
-// but the good nodes' edges among themselves, which read fast, and nothing was found (16 nodes, 8 of
-// them 2x, 5% noise, no reference: 14 campaigns in 40 found none). Which of them is slow, each row
-// against the core says (read_edges). Noise makes no core: at 20% the fastest tenth of the edges
-// holds dense little cliques, but the edges around them read only a selection's distance slower,
-// short of z_cutoff spreads, and a weak one never repeats. Congestion makes none either: the edges
-// inside each leaf read fast, so the members outside one core are fast with each other. On the
-// 12-node testbed with 6 ports at half rate, the edges spread so wide (the order peers are served in)
-// that the core read apart by 2.2-2.9 spreads, the same 6 members in each all-to-all.
-std::optional<Core> fast_core(const std::vector<int>& g, const GroupOutcome& o, const OutlierConfig& rules,
-                              const std::vector<int>& row_of) {
-  const std::size_t m = g.size();
-  if (m > kCoreMembers || m <= kCoreMin) return std::nullopt;
-  std::vector<double> logs;
-  logs.reserve(o.edges.size());
-  for (const auto& e : o.edges) logs.push_back(std::log(to_cost(e.value, rules.direction)));
-  const double rel_limit = relative_limit(rules);
-  const double edge = stats::median(logs) - rel_limit;
-  const auto fast_count = static_cast<std::size_t>(std::count_if(logs.begin(), logs.end(), [&](double x) { return x <= edge; }));
-  if (fast_count < 2 || fast_count * 10 < logs.size() || fast_count * 2 >= logs.size()) return std::nullopt;
-  auto at = [&](int u) { return static_cast<std::size_t>(row_of[static_cast<std::size_t>(u)]); };
-  std::vector<char> fast(m * m, 0);
-  for (std::size_t i = 0; i < logs.size(); ++i)
-    if (logs[i] <= edge) fast[at(o.edges[i].a) * m + at(o.edges[i].b)] = fast[at(o.edges[i].b) * m + at(o.edges[i].a)] = 1;
-  std::vector<char> in(m, 1);
-  auto fast_with = [&](std::size_t i, const std::vector<char>& set) {
-    std::size_t c = 0;
-    for (std::size_t j = 0; j < m; ++j) c += set[j] && j != i && fast[i * m + j] ? 1 : 0;
-    return c;
-  };
-  for (std::size_t left = m;; --left) {
-    if (left < kCoreMin) return std::nullopt;
-    std::size_t worst = m, fewest = m;
-    for (std::size_t i = 0; i < m; ++i)
-      if (in[i]) {
-        const auto c = fast_with(i, in);
-        if (c < fewest) fewest = c, worst = i;
-      }
-    if (static_cast<double>(fewest) >= kCoreRow * static_cast<double>(left - 1)) break;
-    in[worst] = 0;
-  }
-  std::vector<char> out(m, 0);
-  std::size_t k = 0;
-  for (std::size_t i = 0; i < m; ++i) out[i] = !in[i], k += in[i] ? 1 : 0;
-  if (k == m) return std::nullopt;
-  std::size_t among_out = 0;  // fast edges among the members outside, each counted from both ends
-  for (std::size_t i = 0; i < m; ++i)
-    if (out[i]) among_out += fast_with(i, out);
-  const double out_edges = static_cast<double>(m - k) * static_cast<double>(m - k - 1);
-  if (static_cast<double>(among_out) > (1.0 - kCoreRow) * out_edges) return std::nullopt;
-  std::vector<double> inside, around;
-  for (std::size_t i = 0; i < logs.size(); ++i)
-    (in[at(o.edges[i].a)] && in[at(o.edges[i].b)] ? inside : around).push_back(logs[i]);
-  const double apart = stats::median(around) - stats::median(inside);
-  const double spread = stats::mad_sigma(around);
-  if (apart <= rel_limit || apart < rules.z_cutoff / 2 * spread) return std::nullopt;
-  Core core;
-  for (std::size_t i = 0; i < m; ++i)
-    if (in[i]) core.members.push_back(g[i]);
-  std::sort(core.members.begin(), core.members.end());
-  core.sure = apart >= rules.z_cutoff * spread;
-  core.spread = spread;
-  return core;
-}
-
 }  // namespace
 
 double Planner::Impl::edge_sigma() const {
@@ -304,7 +215,7 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   // One read apart by half the z cutoff only counts when the same members made one before.
   std::vector<int> core;
   Floor core_floor;
-  if (auto c = fast_core(g, o, cfg.outliers, row_of)) {
+  if (auto c = fast_core(g, o, cfg.outliers, row_of, kMinRow)) {
     if (c->sure || weak_cores.count(c->members)) core = c->members, core_floor.edges = c->spread;
     if (!c->sure) r.weak_core = std::move(c->members);
   }

@@ -22,7 +22,7 @@
 //
 // The opposite case: every screen pair of a small cluster held a slow node, so the pair history is
 // the slow level and the slow nodes' pair tests with good partners read fine against it. An
-// all-to-all's fast core (fast_core, evidence_edges.cpp) shows it; level controls, pairs of core
+// all-to-all's fast core (fast_core, evidence_core.cpp) shows it; level controls, pairs of core
 // nodes timed alone in the next round, measure the healthy level, which replaces the history where
 // it is faster by the relative cutoff (Impl::want_level, Impl::observe_level, level_control).
 //
