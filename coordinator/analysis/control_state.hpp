@@ -25,6 +25,9 @@ enum class ControlRead { Vouched, Again, Refuted };
 struct ControlState {
   std::vector<HeldPair> held;
   bool vouched = false;     // a control read the held tests' level: it is the healthy pairs', hold no more
+  // How much slower than that level the vouching control read (log, >= 0): the held tests and those
+  // of its round are judged against the level raised by it (Impl::at_control_level).
+  double shift = 0.0;
   int slow_controls = 0;    // controls read slower than the history allows: kSlowControls refute it
   static constexpr int kSlowControls = 2;
   std::vector<double> slow_costs;      // their figures (as costs): the history once they refute it

@@ -264,7 +264,7 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
   for (const auto* o : out)
     for (int u : o->missing)
       if (u >= 0 && u < s.n) s.mark_lost(u, plan.id);
-  const auto judged = s.judge(plan, out);
+  auto judged = s.judge(plan, out);
 
   // A control pair first (strategy_control.cpp): it decides the tests held against the pair history,
   // and whether this round's are held or dropped too.
@@ -286,6 +286,11 @@ void Planner::observe(const RoundPlan& plan, std::vector<GroupOutcome> outcomes)
       vouched[i] = read == ControlRead::Vouched;
     }
   const bool shallow = pair_history && pair_history->count < History::kOwnSpread;
+  // A control that vouched in this round read the level its round's pair tests were judged against
+  // too (strategy_control.cpp, Impl::at_control_level).
+  if (std::any_of(vouched.begin(), vouched.end(), [](char v) { return v != 0; }))
+    for (std::size_t i = 0; i < plan.groups.size(); ++i)
+      if (tags[i].kind == Tag::Resolve) judged[i] = s.at_control_level(judged[i]);
 
   std::map<int, std::vector<std::pair<Tag, Verdict>>> item_results;
   std::set<int> items_with_lost;

@@ -69,6 +69,7 @@ struct NodeData {
   // slow peers, so a node slow in a later all-to-all after a fast one is watched, not forgotten.
   int rows = 0;
   int slow_rows = 0;
+  int core_rows = 0;  // slow rows judged against an all-to-all's fast core (evidence_core.cpp)
   int lean_rows = 0;                 // rows leaning slow or slow (EdgeReading::leaning_rows)
   bool leaning = false;              // bad because far more of its rows lean than the others' do
   double lean_expected = 0.0;        // the leaning rows the others' rate explains, when it was marked
@@ -497,6 +498,8 @@ struct Planner::Impl : Setup, Evidence {
   // figures are the history).
   ControlRead observe_control(const std::vector<int>& g, const GroupOutcome& o);
   void release_held(const std::string& why);
+  // A held test's judgement against the level a vouching control read (ControlState::shift).
+  Judgement at_control_level(const Judgement& j) const;
   // The level stands: the held tests are recorded, and nothing is held or asked for again.
   void vouch(const std::string& why);
   // The held tests are dropped and the slow controls' figures become the pair history.
