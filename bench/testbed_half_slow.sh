@@ -3,8 +3,8 @@
 # half of them (SLOW, default 2,4,5,8,9,11) at 100 Mbit/s, localized by node with a spec whose
 # inter-node mpi.alltoall busbw at 4 MiB is what a healthy pair reaches (the localization's
 # reference, docs/localization.md "The reference from the spec"). Without it (--no-spec) only the
-# all-to-alls' fast core (planner item 12) can tell the good half: 2-6 of 6 found in four runs,
-# against 6 of 6 with it. Each run prints one line; a run is right
+# all-to-alls' fast core (planner item 12) can tell the good half: 0-6 of 6 found, 7 of 17 runs
+# right (2026-12-07), one of them with no core and no finding at all; with it, 6 of 6 every run. Each run prints one line; a run is right
 # when every slow node is named node.slow and no localization finding names a healthy node.
 # Brings the testbed up with NODES nodes and takes it down at the end. Run as root; KILN_KEEP_TMP=1
 # keeps the run directories.
