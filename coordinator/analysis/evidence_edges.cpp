@@ -322,7 +322,10 @@ Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t ro
   }
   record_edge_evidence(r, round, figure);
   for (int u : g) ++nodes[u].rows;
-  for (int u : r.slow_rows) ++nodes[u].slow_rows, nodes[u].core_rows += r.core.empty() ? 0 : 1;
+  for (int u : r.slow_rows) {
+    ++nodes[u].slow_rows;
+    if (!r.core.empty()) ++nodes[u].core_rows;
+  }
   for (int u : r.leaning_rows) ++nodes[u].lean_rows;
   noise.rows += static_cast<long>(g.size());
   noise.lean_rows += static_cast<long>(r.leaning_rows.size());
