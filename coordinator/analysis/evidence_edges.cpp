@@ -30,6 +30,8 @@ namespace {
 constexpr std::size_t kMinMembers = 4;
 constexpr std::size_t kMinRow = 5;
 constexpr std::size_t kSureRow = 7;
+// Fewest members of a fast core (fast_core): 4, the good half of an 8-node cluster with 4 nodes 2x.
+constexpr std::size_t kMinCore = 4;
 constexpr std::size_t kMaxRowVotes = 32;
 // An edge (or a row's median edge) standing out by less than this is within a healthy spread.
 constexpr double kMinEdgeSlowness = 1.1;
@@ -215,7 +217,7 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   // One read apart by half the z cutoff only counts when the same members made one before.
   std::vector<int> core;
   Floor core_floor;
-  if (auto c = fast_core(g, o, cfg.outliers, row_of, kMinRow)) {
+  if (auto c = fast_core(g, o, cfg.outliers, row_of, kMinCore)) {
     if (c->sure || weak_cores.count(c->members)) core = c->members, core_floor.edges = c->spread;
     if (!c->sure) r.weak_core = std::move(c->members);
   }
@@ -224,15 +226,23 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
   for (int u : g)
     if (!core.empty() && !in_core(u)) outside.push_back(u);
   auto level = row_levels(scored);
+  // Per member outside the core, the core peers its edge reads slow with against the core, at the
+  // level a row is slow at (z_cutoff / 2).
+  std::map<int, std::vector<int>> core_partners;
   if (!core.empty()) {
     std::vector<std::vector<double>> to_core(g.size());
     // The spread is this group's, not the pooled one: the edges read before the core was seen
     // mixed the two levels, and on the 12-node testbed (6 ports at half rate) their pooled spread
     // made 5 of the 6 slow rows read under z_cutoff / 2 against a core found in two all-to-alls.
     for (const auto& e : score_edges(o, cfg.outliers, core_floor, outside))
-      if (in_core(e.a) != in_core(e.b)) to_core[row(in_core(e.a) ? e.b : e.a)].push_back(e.z);
+      if (in_core(e.a) != in_core(e.b)) {
+        const int u = in_core(e.a) ? e.b : e.a;
+        to_core[row(u)].push_back(e.z);
+        if (e.z >= zc / 2 && e.slowness >= kMinEdgeSlowness) core_partners[u].push_back(in_core(e.a) ? e.a : e.b);
+      }
+    const std::size_t min_to_core = std::min(kMinRow, core.size());
     for (int u : outside)
-      level[row(u)] = to_core[row(u)].size() >= kMinRow ? row_level(std::move(to_core[row(u)]))
+      level[row(u)] = to_core[row(u)].size() >= min_to_core ? row_level(std::move(to_core[row(u)]))
                                                         : std::numeric_limits<double>::quiet_NaN();
     for (int u : core) level[row(u)] = std::numeric_limits<double>::quiet_NaN();
   }
@@ -284,6 +294,17 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
     if (known) r.readings.push_back({{e.a, e.b}, e.z});
     else if (open && suspect) r.slow_links.emplace_back(e.a, e.b), r.slow_link_z[{e.a, e.b}] = e.z;
     else if (high) r.sightings.emplace_back(e.a, e.b), r.far_sighting = r.far_sighting || slow;
+  }
+  // A row slow against a core is slow with the core peers its edges read slow with against the core,
+  // not only with those whose edge stands out among the group's other edges: there the core's own
+  // 6 edges (a core of 4) were the baseline with the pooled spread, one of a 2x row's 4 edges to the
+  // core read past the cutoff, the node had one distinct slow partner and was not watched, met the
+  // others as their known-good partner, and ended as 4 slow links (8 nodes, 4 of them 2x, 10% noise).
+  for (auto& [u, peers] : core_partners) {
+    if (!in_row(u)) continue;
+    auto& partners = r.row_partners[u];
+    for (int v : peers)
+      if (std::find(partners.begin(), partners.end(), v) == partners.end()) partners.push_back(v);
   }
   return r;
 }

@@ -143,11 +143,13 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
       continue;
     }
     const bool never_cleared = d.fast == 0;
-    // A node whose row read slow against an all-to-all's fast core in two groups or more, and that no
-    // rule named: on the 12-node testbed with 6 ports at half rate and no spec, the pair tests of
-    // such nodes read within the pair floor (the edges there spread 0.35), and 2-4 of the 6 slow
-    // nodes went unreported while their rows read slow against the core in 5 all-to-alls.
-    if (!d.unresolved && !(book.out_of_rounds && never_cleared) && d.core_rows >= 2) {
+    // A node whose row read slow against an all-to-all's fast core, and that no rule named: on the
+    // 12-node testbed with 6 ports at half rate and no spec, the pair tests of such nodes read within
+    // the pair floor (the edges there spread 0.35), and 2-4 of the 6 slow nodes went unreported while
+    // their rows read slow against the core in 5 all-to-alls. One such row is enough: at 20% noise a
+    // core showed once, the pair tests that followed (2x, z 2-3 against the pooled spread) read fine,
+    // and all six slow nodes of 12 went unreported (seed 9). Noise makes no core in healthy clusters.
+    if (!d.unresolved && !(book.out_of_rounds && never_cleared) && d.core_rows >= 1) {
       out.push_back(kiln::make_finding(
           kiln::Code::LocalizeUnresolved, {"node", name(u)},
           name(u) + " is undecided: its row read slow against an all-to-all's fast core in " +

@@ -392,6 +392,28 @@ TEST_CASE("simulate: without a reference, an all-to-all's fast core names the ha
   }
 }
 
+TEST_CASE("simulate: without a reference, a fast core of four names the slow half of 8 nodes", "[analysis][simulate]") {
+  using kiln::analysis::parse_simulate_options;
+  // 8 nodes, 4 of them 2x, 5% noise, no reference. Every screen pair held a slow node and read the
+  // slow level; the all-to-all's 6 edges among the 4 good nodes read 0.5x, but a core needed 5
+  // members, so nothing was found (recall 0.08 over 100 seeds, no unresolved finding). A core of 4,
+  // each slow row judged on its 4 edges to it, names the four (recall 0.998).
+  for (const std::uint64_t seed : {1u, 2u, 3u}) {
+    auto o = parse_simulate_options({{"model", "severity"}, {"bad-nodes", "4"}, {"per-peer", "on"}, {"nodes", "8"}});
+    o.story = true;
+    const auto r = simulate_trial(o, seed, true);
+    INFO("seed " << seed << ": " << r.detail["findings"].dump());
+    CHECK(r.false_findings == 0);
+    CHECK(r.true_positives == 4);
+    CHECK(r.unresolved == 0);
+    std::size_t core = 0;
+    for (const auto& round : r.detail["story"]["rounds"])
+      for (const auto& e : round.value("slow", nlohmann::json::array()))
+        if (e.contains("edges") && e["edges"].contains("fast_core")) core = e["edges"]["fast_core"].size();
+    CHECK(core == 4);
+  }
+}
+
 TEST_CASE("simulate: at 10% noise a fast core still names a third of a cluster that is slow", "[analysis][simulate]") {
   using kiln::analysis::parse_simulate_options;
   // 24 nodes, 8 of them 2x, 10% noise, no reference, seeds 1 and 2: the edges among the 16 good
@@ -427,22 +449,36 @@ TEST_CASE("simulate: a fast core's control pairs replace a pair history that was
   CHECK(story_says(r.detail, "that history was slow pairs"));
 }
 
-TEST_CASE("simulate: a node slow against a fast core in two groups or more is never dropped silently",
-          "[analysis][simulate]") {
+TEST_CASE("simulate: a node slow against a fast core is never dropped silently", "[analysis][simulate]") {
   using kiln::analysis::parse_simulate_options;
   // 12 nodes, 6 of them 2x, 10% noise, no reference, seed 58: every all-to-all found the fast core
   // and read the six slow rows against it (5-7 groups each), but their pair tests never confirmed
-  // them, and the campaign ended with no finding at all. Each is now localize.unresolved, naming it.
-  auto o = parse_simulate_options({{"model", "severity"}, {"bad-nodes", "6"}, {"noise", "0.10"}, {"per-peer", "on"},
-                                   {"nodes", "12"}});
-  const auto r = simulate_trial(o, 58, true);
-  INFO(r.detail["findings"].dump());
-  CHECK(r.false_findings == 0);
-  CHECK(r.true_positives + r.unresolved == 6);
-  int core_rows = 0;
-  for (const auto& f : r.detail["findings"])
-    core_rows += f["evidence"].contains("slow_rows_against_fast_core") ? 1 : 0;
-  CHECK(core_rows == r.unresolved);
+  // them, and the campaign ended with no finding at all. Each is named now (all six node.slow since
+  // a core may have 4 members). 8 nodes, 4 of them 2x, 10% noise, seed 3: the core of 4 read three
+  // slow rows against it three times each, and their pair tests (some with another slow node as
+  // the partner) confirmed only one; the other three are localize.unresolved, naming them. 12 nodes,
+  // 6 of them 2x, 20% noise, seed 9: a core showed in one all-to-all only, and the pair tests that
+  // followed read the 2x pairs at z 2-3; one row against a core is enough for the six to be named.
+  struct Case {
+    const char* nodes;
+    const char* bad;
+    const char* noise;
+    std::uint64_t seed;
+    int unresolved_at_least;
+  };
+  for (const Case c : {Case{"12", "6", "0.10", 58, 0}, Case{"8", "4", "0.10", 3, 1}, Case{"12", "6", "0.20", 9, 6}}) {
+    auto o = parse_simulate_options({{"model", "severity"}, {"bad-nodes", c.bad}, {"noise", c.noise}, {"per-peer", "on"},
+                                     {"nodes", c.nodes}});
+    const auto r = simulate_trial(o, c.seed, true);
+    INFO(c.nodes << " nodes, noise " << c.noise << ", seed " << c.seed << ": " << r.detail["findings"].dump());
+    CHECK(r.false_findings == 0);
+    CHECK(r.true_positives + r.unresolved == std::stoi(c.bad));
+    CHECK(r.unresolved >= c.unresolved_at_least);
+    int core_rows = 0;
+    for (const auto& f : r.detail["findings"])
+      core_rows += f["evidence"].contains("slow_rows_against_fast_core") ? 1 : 0;
+    CHECK(core_rows == r.unresolved);
+  }
 }
 
 TEST_CASE("simulate: healthy small clusters at 20% noise make no fast core", "[analysis][simulate]") {
