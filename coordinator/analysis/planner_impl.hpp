@@ -72,6 +72,7 @@ struct NodeData {
   int core_rows = 0;  // slow rows judged against an all-to-all's fast core (evidence_core.cpp)
   int lean_rows = 0;                 // rows leaning slow or slow (EdgeReading::leaning_rows)
   bool leaning = false;              // bad because far more of its rows lean than the others' do
+  std::vector<int> hub_partners;     // bad because links to these distinct partners were confirmed slow (mark_link_hubs)
   double lean_expected = 0.0;        // the leaning rows the others' rate explains, when it was marked
   std::set<int> row_partners;        // peers of its slow rows' slow edges
   // An end of a pair-only link (LinkData::pair_only): from then on it is tested in pairs and judged
@@ -543,6 +544,8 @@ struct Planner::Impl : Setup, Evidence {
   // A node's slow pair tests beyond what noise does at this level (true while the rate is unknown).
   bool beyond_noise(int u, const PairRecord& r, double level) const;
   void mark_hot_nodes(std::int64_t round);
+  void mark_link_hubs(std::int64_t round);  // evidence.cpp
+  kiln::Finding hub_finding(int u) const;   // evidence.cpp
   int explain_links_of(int u);  // clears u's undecided link suspicions; returns how many
   bool noise_single(const LinkData& l) const;  // one slow reading, the one that opened it, and nothing else
   nlohmann::json noise_story() const;

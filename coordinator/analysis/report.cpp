@@ -46,6 +46,18 @@ kiln::Finding Planner::Impl::intermittent_finding(int u, kiln::Code code, const 
       conf);
 }
 
+kiln::Finding Planner::Impl::hub_finding(int u) const {
+  const auto& d = nodes[u];
+  nlohmann::json partners = nlohmann::json::array();
+  for (int v : d.hub_partners) partners.push_back(name(v));
+  return kiln::make_finding(kiln::Code::NodeSlow, {"node", name(u)},
+                            name(u) + " is slow with " + std::to_string(d.hub_partners.size()) +
+                                " distinct partners that are fine with others: the links to each were confirmed "
+                                "slow, and one slow node explains them",
+                            {{"slow_links_to", partners}, {"fast_tests", d.fast}, {"confirmed_round", d.bad_round}},
+                            confidence(static_cast<int>(d.hub_partners.size()), d.fast));
+}
+
 std::vector<kiln::Finding> Planner::Impl::make_findings() const {
   std::vector<kiln::Finding> out;
   if (exact.active) {
@@ -96,6 +108,10 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
     }
     if (d.leaning) {
       out.push_back(leaning_finding(u));
+      continue;
+    }
+    if (!d.hub_partners.empty()) {
+      out.push_back(hub_finding(u));
       continue;
     }
     if (d.intermittent) {
