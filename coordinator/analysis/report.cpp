@@ -164,7 +164,8 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
     // the pair floor (the edges there spread 0.35), and 2-4 of the 6 slow nodes went unreported while
     // their rows read slow against the core in 5 all-to-alls. One such row is enough: at 20% noise a
     // core showed once, the pair tests that followed (2x, z 2-3 against the pooled spread) read fine,
-    // and all six slow nodes of 12 went unreported (seed 9). Noise makes no core in healthy clusters.
+    // and with a slow row's core partners counted (read_edges) but two rows required, all six slow
+    // nodes of 12 went unreported (seed 9). Noise makes no core in healthy clusters.
     if (!d.unresolved && !(book.out_of_rounds && never_cleared) && d.core_rows >= 1) {
       out.push_back(kiln::make_finding(
           kiln::Code::LocalizeUnresolved, {"node", name(u)},
