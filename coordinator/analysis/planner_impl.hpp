@@ -545,7 +545,7 @@ struct Planner::Impl : Setup, Evidence {
   bool beyond_noise(int u, const PairRecord& r, double level) const;
   void mark_hot_nodes(std::int64_t round);
   void mark_link_hubs(std::int64_t round);  // evidence.cpp
-  kiln::Finding hub_finding(int u) const;   // evidence.cpp
+  kiln::Finding hub_finding(int u) const;   // report.cpp
   int explain_links_of(int u);  // clears u's undecided link suspicions; returns how many
   bool noise_single(const LinkData& l) const;  // one slow reading, the one that opened it, and nothing else
   nlohmann::json noise_story() const;
