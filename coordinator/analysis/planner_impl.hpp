@@ -477,11 +477,11 @@ struct Planner::Impl : Setup, Evidence {
   int pair_only_votes() const;               // pair retests reading slow that confirm a pair-only link
   int pair_only_retests() const;             // pair retests a pair-only link gets
   int pair_only_votes_of(const LinkData& l) const;  // its slow pair tests after the one that opened it
-  void mark_row_cleared(const std::vector<int>& fine);    // evidence_edges.cpp
-  void mark_pair_suspects();                              // evidence_edges.cpp
-  bool pair_tests_against(int u) const;                   // evidence_edges.cpp
-  bool pair_in_between(const std::vector<int>& g, const Judgement& j);
-  std::optional<double> pair_clear_z(const Judgement& j) const;  // evidence_edges.cpp  // evidence_edges.cpp
+  void mark_row_cleared(const std::vector<int>& fine);    // evidence_pair_suspects.cpp
+  void mark_pair_suspects();                              // evidence_pair_suspects.cpp
+  bool pair_tests_against(int u) const;                   // evidence_pair_suspects.cpp
+  bool pair_in_between(const std::vector<int>& g, const Judgement& j);  // evidence_pair_suspects.cpp
+  std::optional<double> pair_clear_z(const Judgement& j) const;         // evidence_pair_suspects.cpp
   bool pair_suspect_fine(int u) const;                    // evidence.cpp
   void release_pair_checked(int u);          // u is no end of an open pair-only link read slow again
   // A fast pair test of u, at most limit times slower than expected, with a partner but except.
