@@ -22,6 +22,14 @@ bool story_says(const nlohmann::json& detail, const std::string& text) {
       if (c.get<std::string>().find(text) != std::string::npos) return true;
   return false;
 }
+
+// A healthy 8-node campaign at 20% noise without a reference, with its story.
+auto healthy_eight_at_twenty_percent(std::uint64_t seed) {
+  auto o = kiln::analysis::parse_simulate_options({{"model", "diluted"}, {"bad-nodes", "0"}, {"bad-links", "0"},
+                                                   {"noise", "0.20"}, {"per-peer", "on"}, {"nodes", "8"}});
+  o.story = true;
+  return simulate_trial(o, seed, true);
+}
 }  // namespace
 
 TEST_CASE("simulate finds one bad node in 1024 nodes within log2(N)+4 rounds", "[analysis][simulate]") {
@@ -291,15 +299,11 @@ TEST_CASE("simulate: with a reference, a pair round's own narrow spread does not
 }
 
 TEST_CASE("simulate: held pair tests are judged again against the level a vouching control read", "[analysis][simulate]") {
-  using kiln::analysis::parse_simulate_options;
   // 8 healthy nodes at 20% noise, no reference, seed 1152: node2 read 1.64x twice (z 4.4) against two
   // fast screen pairs, the control read 1.15x of them and vouched, and the two held votes named
   // node2. Against the level the control read they are 1.43x (z 3.2): dropped, and node2 meets
   // other partners.
-  auto o = parse_simulate_options({{"model", "diluted"}, {"bad-nodes", "0"}, {"bad-links", "0"}, {"noise", "0.20"},
-                                   {"per-peer", "on"}, {"nodes", "8"}});
-  o.story = true;
-  const auto r = simulate_trial(o, 1152, true);
+  const auto r = healthy_eight_at_twenty_percent(1152);
   INFO(r.detail["findings"].dump());
   CHECK(r.false_findings == 0);
   CHECK(r.unresolved == 0);
@@ -353,16 +357,12 @@ TEST_CASE("simulate: without a reference, a control pair vouches for the healthy
 }
 
 TEST_CASE("simulate: a row test read uniformly slow against a lucky pair history asks for a control", "[analysis][simulate]") {
-  using kiln::analysis::parse_simulate_options;
   // 8 healthy nodes at 20% noise, no reference, seed 101894: three of the screen's four pairs read
   // 0.7x of typical and were the history; the two suspects' six row tests (all 8 nodes in one
   // all-to-all) read 1.6x of it, uniformly slow, and were dropped, and both ended unresolved. The
   // dropped row test asks for control pairs, which read 1.41x and 1.74x of that level: the history
   // is theirs from then on, and both suspects are fine.
-  auto o = parse_simulate_options({{"model", "diluted"}, {"bad-nodes", "0"}, {"bad-links", "0"}, {"noise", "0.20"},
-                                   {"per-peer", "on"}, {"nodes", "8"}});
-  o.story = true;
-  const auto r = simulate_trial(o, 101894, true);
+  const auto r = healthy_eight_at_twenty_percent(101894);
   INFO(r.detail["findings"].dump());
   CHECK(r.false_findings == 0);
   CHECK(r.unresolved == 0);
