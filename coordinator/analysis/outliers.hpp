@@ -41,6 +41,11 @@ struct OutlierConfig {
   // of the true spread, which pair_sigma_floor, set to stay clear of a spread measured right, allows.
   double shallow_pair_sigma_floor = 0.0;
   std::size_t deep_pair_figures = 28;
+  // A round of pairs over the whole cluster gives fewer than History::kOwnSpread figures (under 16
+  // nodes), so a healthy campaign's pair tests rest on a shallow history for many rounds; with a
+  // reference its spread is then the history's own where that is wider than the reference's
+  // (reference_sigma, outliers.cpp).
+  bool shallow_pair_rounds = false;
   // The figure does not depend on group size (e.g. busbw, which nccl-tests normalises for the
   // number of ranks): history from groups of any size is a valid baseline.
   bool size_invariant = false;

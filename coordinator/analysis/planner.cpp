@@ -228,6 +228,8 @@ std::vector<Judgement> Planner::Impl::judge(const RoundPlan& plan,
   // 0.18, and reported a healthy node unresolved.
   rules.pair_sigma_floor = kPairFloorOfEdges * edge_sigma();
   rules.shallow_pair_sigma_floor = kShallowPairFloorOfEdges * edge_sigma();
+  // Under 16 nodes a round of pairs leaves the pair history shallow (reference_sigma, outliers.cpp).
+  rules.shallow_pair_rounds = static_cast<std::size_t>(n / 2) < History::kOwnSpread;
   // With a reference, a pair figure's spread is at least the reference's (a third of the relative
   // cutoff: slow from 1.35x at z_cutoff 4), as a pair judged against the reference itself is. The 12
   // pairs of a round's peers gave a spread of 0.058 at 20% noise, and a healthy node read 1.26x and

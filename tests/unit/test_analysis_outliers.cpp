@@ -480,3 +480,34 @@ TEST_CASE("a lone pair against a shallow history the reference vouches for takes
   for (int i = 0; i < 12; ++i) deep.add(2, 0, 1.0 + 0.1 * (i % 4));
   CHECK(classify_round({{2, 0, 1.5, false}}, cfg, &deep)[0].basis == "history");
 }
+
+TEST_CASE("a small cluster's shallow pair history widens the reference's spread to its own", "[analysis][outliers]") {
+  // 8 healthy nodes at 20% noise with a reference (seed 736): a healthy node read 1.89x and 1.64x
+  // against the reference's third of the cutoff (0.074) and was named, while the history's pair
+  // figures spread about 0.2. Where pair rounds stay shallow (under 16 nodes) the history's spread
+  // counts from 5 figures on, at three quarters of it.
+  OutlierConfig cfg;
+  cfg.reference[0] = 1.0;
+  History wide;
+  for (double x : {1.0, 0.8, 1.25, 0.9, 1.15, 1.05}) wide.add(2, 0, x);
+  auto j = classify_round({{2, 0, 1.6, false}}, cfg, &wide)[0];
+  CHECK(j.basis == "history(reference spread)");
+  CHECK(j.verdict == Verdict::Slow);  // a large cluster's rule: the reference's third
+  CHECK(j.z > 5.0);
+  cfg.shallow_pair_rounds = true;
+  j = classify_round({{2, 0, 1.6, false}}, cfg, &wide)[0];
+  CHECK(j.basis == "history(reference spread)");
+  CHECK(j.verdict != Verdict::Slow);
+  CHECK(j.z < 3.0);
+  CHECK(classify_round({{2, 0, 2.5, false}}, cfg, &wide)[0].verdict == Verdict::Slow);
+  // Four figures: the floor still.
+  History four;
+  for (double x : {1.0, 0.8, 1.25, 0.9}) four.add(2, 0, x);
+  CHECK(classify_round({{2, 0, 1.6, false}}, cfg, &four)[0].verdict == Verdict::Slow);
+  // A history spread tighter than the floor leaves the floor (the testbed's pairs repeat within 3%).
+  History tight;
+  for (double x : {1.0, 0.94, 0.966, 0.962, 0.99}) tight.add(2, 0, x);
+  j = classify_round({{2, 0, 1.5, false}}, cfg, &tight)[0];
+  CHECK(j.verdict == Verdict::Slow);
+  CHECK(j.z > 5.0);
+}
