@@ -440,6 +440,36 @@ TEST_CASE("simulate: a node at one end of three confirmed slow links is the slow
   }
 }
 
+TEST_CASE("simulate: a confirmed link at an undecided node is that node's evidence, not a link.slow",
+          "[analysis][simulate]") {
+  using kiln::analysis::parse_simulate_options;
+  // 8 nodes, 4 of them 2x, 10% noise, no reference, seeds 231, 340, 630 and 850: the fourth slow node,
+  // short of known-good partners once three were named, was left undecided, and one of its edges was
+  // confirmed as a link (a false link.slow).
+  auto o = parse_simulate_options({{"model", "severity"}, {"bad-nodes", "4"}, {"noise", "0.10"}, {"per-peer", "on"},
+                                   {"nodes", "8"}});
+  for (const std::uint64_t seed : {231u, 340u, 630u, 850u}) {
+    const auto r = simulate_trial(o, seed, true);
+    INFO("seed " << seed << ": " << r.detail["findings"].dump());
+    CHECK(r.false_findings == 0);
+    int folded = 0;
+    for (const auto& f : r.detail["findings"]) {
+      CHECK(f["code"] != "link.slow");
+      if (f["code"] == "localize.unresolved" && f["evidence"].contains("slow_links")) ++folded;
+    }
+    CHECK(folded == 1);
+  }
+  // A true 2x link whose end read intermittently slow only with the link's other end and a slow node
+  // (topology, 8 nodes, seeds 64 and 92) is still a link.slow.
+  auto t = parse_simulate_options({{"model", "topology"}, {"per-peer", "on"}, {"nodes", "8"}});
+  for (const std::uint64_t seed : {64u, 92u}) {
+    const auto r = simulate_trial(t, seed, true);
+    INFO("seed " << seed << ": " << r.detail["findings"].dump());
+    CHECK(r.false_findings == 0);
+    CHECK(r.true_positives == 2);
+  }
+}
+
 TEST_CASE("simulate: at 10% noise a fast core still names a third of a cluster that is slow", "[analysis][simulate]") {
   using kiln::analysis::parse_simulate_options;
   // 24 nodes, 8 of them 2x, 10% noise, no reference, seeds 1 and 2: the edges among the 16 good
