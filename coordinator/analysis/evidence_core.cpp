@@ -15,6 +15,9 @@ constexpr std::size_t kCoreMembers = 128;
 // Each core member is fast with at least this share of the others, and the members outside it with
 // at most the rest of the edges among them.
 constexpr double kCoreRow = 0.75;
+// Fewest edges in each row for a row core (row_core): a median of 8 edges at 20% noise spreads about
+// 0.09, short of the relative cutoff's gap between the two clusters of rows by z_cutoff spreads.
+constexpr std::size_t kRowCoreEdges = 8;
 }  // namespace
 
 std::optional<FastCore> fast_core(const std::vector<int>& g, const GroupOutcome& o, const OutlierConfig& rules,
@@ -70,6 +73,48 @@ std::optional<FastCore> fast_core(const std::vector<int>& g, const GroupOutcome&
   std::sort(core.members.begin(), core.members.end());
   core.sure = apart >= rules.z_cutoff * spread;
   core.spread = spread;
+  return core;
+}
+
+std::optional<FastCore> row_core(const std::vector<int>& g, const GroupOutcome& o, const OutlierConfig& rules,
+                                 const std::vector<int>& row_of, std::size_t min_members) {
+  const std::size_t m = g.size();
+  if (m > kCoreMembers || m < kRowCoreEdges + 1) return std::nullopt;
+  auto at = [&](int u) { return static_cast<std::size_t>(row_of[static_cast<std::size_t>(u)]); };
+  std::vector<double> logs;
+  logs.reserve(o.edges.size());
+  std::vector<std::vector<double>> rows(m);
+  for (const auto& e : o.edges) {
+    logs.push_back(std::log(to_cost(e.value, rules.direction)));
+    rows[at(e.a)].push_back(logs.back());
+    rows[at(e.b)].push_back(logs.back());
+  }
+  std::vector<double> level(m);
+  for (std::size_t i = 0; i < m; ++i) {
+    if (rows[i].size() < kRowCoreEdges) return std::nullopt;
+    level[i] = stats::median_in_place(rows[i]);
+  }
+  const double rel_limit = relative_limit(rules);
+  const auto fast = fast_cluster(level, rules, rel_limit);
+  if (fast.size() < min_members) return std::nullopt;
+  const double top = *std::max_element(fast.begin(), fast.end());
+  std::vector<char> in(m, 0);
+  for (std::size_t i = 0; i < m; ++i) in[i] = level[i] <= top;
+  std::vector<double> inside, around;
+  for (std::size_t i = 0; i < logs.size(); ++i)
+    (in[at(o.edges[i].a)] && in[at(o.edges[i].b)] ? inside : around).push_back(logs[i]);
+  // The members outside are slow with each other too, as slow nodes are; a congested leaf's are not.
+  const double fast_edge = stats::median(inside) + rel_limit;
+  std::size_t among_out = 0, fast_out = 0;
+  for (std::size_t i = 0; i < logs.size(); ++i)
+    if (!in[at(o.edges[i].a)] && !in[at(o.edges[i].b)]) ++among_out, fast_out += logs[i] <= fast_edge ? 1 : 0;
+  if (static_cast<double>(fast_out) > (1.0 - kCoreRow) * static_cast<double>(among_out)) return std::nullopt;
+  FastCore core;
+  for (std::size_t i = 0; i < m; ++i)
+    if (in[i]) core.members.push_back(g[i]);
+  std::sort(core.members.begin(), core.members.end());
+  core.sure = true;
+  core.spread = stats::mad_sigma(around);
   return core;
 }
 

@@ -217,6 +217,8 @@ EdgeReading Planner::Impl::read_edges(const std::vector<int>& g, const GroupOutc
     if (c->sure || weak_cores.count(c->members)) core = c->members, core_floor.edges = c->spread;
     if (!c->sure) r.weak_core = std::move(c->members);
   }
+  if (core.empty())
+    if (auto c = row_core(g, o, cfg.outliers, row_of, kMinCore)) core = c->members, core_floor.edges = c->spread;
   auto in_core = [&core](int u) { return std::binary_search(core.begin(), core.end(), u); };
   std::vector<int> outside;
   for (int u : g)

@@ -36,7 +36,8 @@ double fast_side_sigma(const std::vector<double>& logs) {
 // for one is (History::Ref::no_spread): at half the relative cutoff, so only a clear slowdown counts.
 double few_values_floor(double rel_limit) { return 0.5 * rel_limit; }
 
-// The fast cluster of a round whose figures fall into two clusters, or nothing. See peer_baseline.
+}  // namespace
+
 std::vector<double> fast_cluster(const std::vector<double>& logs, const OutlierConfig& cfg, double rel_limit) {
   const std::size_t n = logs.size();
   const std::size_t min_fast = std::max<std::size_t>(2, (n + 9) / 10);
@@ -59,7 +60,6 @@ std::vector<double> fast_cluster(const std::vector<double>& logs, const OutlierC
   if (lo.size() < few && hi.size() < few) spread = std::max(spread, few_values_floor(rel_limit));
   if (widest < cfg.z_cutoff * spread) return {};
   return lo;
-}
 }
 
 std::string to_string(Verdict v) {

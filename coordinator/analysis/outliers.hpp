@@ -136,6 +136,10 @@ std::optional<double> reference_figure(const OutlierConfig& cfg, std::int64_t si
 
 // The log-slowness the relative cutoff allows: log(1 / rel_cutoff).
 double relative_limit(const OutlierConfig& cfg);
+// The fast cluster of figures (logs of costs) that fall into two clusters, or nothing: split at the
+// widest gap between sorted values, at least a tenth (and 2) on each side, when that gap exceeds the
+// relative cutoff and z_cutoff times the spread inside either cluster (peer_baseline, outliers.cpp).
+std::vector<double> fast_cluster(const std::vector<double>& logs, const OutlierConfig& cfg, double rel_limit);
 
 // The log spread a figure judged against the reference is judged with while no history spread is
 // deep enough: a third of the relative cutoff (slow from 1.35x at z_cutoff 4).
