@@ -73,6 +73,7 @@ bool Planner::Impl::pair_in_between(const std::vector<int>& g, const Judgement& 
       << " was slow in a pair test and meets another partner";
     note(t.str());
     nodes[u].pair_between = true;
+    nodes[u].between_z.emplace_back(g[0] == u ? g[1] : g[0], *z);
     return true;
   }
   return false;

@@ -89,6 +89,9 @@ struct NodeData {
   // A pair test of it read in between (pair_in_between): it meets partners in pair tests, not rows
   // (an all-to-all group judged uniformly slow decides nothing about its members).
   bool pair_between = false;
+  // Those in-between pair tests, as (partner, z against the faster of the baseline and the reference),
+  // for the repetition rule (report.cpp, repeated_slow).
+  std::vector<std::pair<int, double>> between_z;
 };
 
 // A node's pair tests (evidence_intermittent.cpp): tests that say something about it, the slow
@@ -482,6 +485,7 @@ struct Planner::Impl : Setup, Evidence {
   bool pair_tests_against(int u) const;                   // evidence_pair_suspects.cpp
   bool pair_in_between(const std::vector<int>& g, const Judgement& j);  // evidence_pair_suspects.cpp
   std::optional<double> pair_clear_z(const Judgement& j) const;         // evidence_pair_suspects.cpp
+  std::optional<nlohmann::json> repeated_slow(int u) const;           // report.cpp
   bool pair_suspect_fine(int u) const;                    // evidence.cpp
   void release_pair_checked(int u);          // u is no end of an open pair-only link read slow again
   // A fast pair test of u, at most limit times slower than expected, with a partner but except.

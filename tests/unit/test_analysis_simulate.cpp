@@ -504,6 +504,31 @@ TEST_CASE("simulate: at 20% noise a row core names a third of a cluster that is 
   }
 }
 
+TEST_CASE("simulate: with a reference, a suspect whose pair tests all read in between is slow by repetition",
+          "[analysis][simulate]") {
+  using kiln::analysis::parse_simulate_options;
+  // 64 nodes, 20 of them 2x, 20% noise, reference: a 2x node read 1.74-2.14x of the reference with six
+  // known-good partners, each z 2.7-3.9 (not slow, not clearly fine), and was left unresolved when its
+  // resolution tests ran out (seeds 2 and 6: recall 0.85 and 0.75). Together the readings are far
+  // past the cutoff.
+  auto o = parse_simulate_options({{"model", "severity"}, {"bad-nodes", "20"}, {"noise", "0.20"}, {"per-peer", "on"},
+                                   {"nodes", "64"}, {"reference", "1"}});
+  for (const std::uint64_t seed : {2u, 6u}) {
+    const auto r = simulate_trial(o, seed, true);
+    INFO("seed " << seed << ": " << r.detail["findings"].dump());
+    CHECK(r.false_findings == 0);
+    CHECK(r.true_positives >= 19);
+    int repeated = 0;
+    for (const auto& f : r.detail["findings"])
+      if (f["code"] == "node.slow" && f["evidence"].contains("combined_z")) {
+        ++repeated;
+        CHECK(f["evidence"]["readings"].size() >= 3);
+        CHECK(f["evidence"]["combined_z"].get<double>() >= 5.5);
+      }
+    CHECK(repeated >= 2);
+  }
+}
+
 TEST_CASE("simulate: a fast core's control pairs replace a pair history that was the slow nodes' level", "[analysis][simulate]") {
   using kiln::analysis::parse_simulate_options;
   // 8 nodes, 3 of them 2x, 5% noise, no reference, seed 2: every screen pair held a slow node, so the
