@@ -1,4 +1,4 @@
-// Pair suspects (NodeData::row_cleared, NodeData::pair_suspect, NodeData::pair_between): a node slow
+// Pair suspects (NodeData::row_cleared, NodeData::pair_suspect, NodeData::pair_between()): a node slow
 // in a pair test whose rows read fine is judged on its pair tests, since a port capped below what one
 // pair test pushes reads fine in every all-to-all row. docs/localization.md, the planner, item 10.
 #include <algorithm>
@@ -51,7 +51,7 @@ void Planner::Impl::mark_pair_suspects() {
 
 // With a reference, a pair test judged fast but not clearly (z from kPairClearZ, pair_clear_z) proves
 // neither member fine where one was slow in a pair test and has been fine in none: it is left out,
-// as an unknown verdict is, and the suspect meets another partner, in a pair test (pair_between).
+// as an unknown verdict is, and the suspect meets another partner, in a pair test (NodeData::pair_between()).
 // With half of 12 nodes capped at 1.5x under 10% noise, two capped nodes read 1.25x together at
 // z 3.0 in a round whose other pairs were mostly slow, both were known-good from then on, and a
 // healthy node slow with three of them was named (seed 38).
@@ -72,7 +72,6 @@ bool Planner::Impl::pair_in_between(const std::vector<int>& g, const Judgement& 
       << ": not slow, not clearly fine; " << name(u)
       << " was slow in a pair test and meets another partner";
     note(t.str());
-    nodes[u].pair_between = true;
     nodes[u].between_z.emplace_back(g[0] == u ? g[1] : g[0], *z);
     return true;
   }

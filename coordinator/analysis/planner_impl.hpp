@@ -86,12 +86,12 @@ struct NodeData {
   // fine in pair tests (strategy_resolve.cpp), when both are cleared.
   bool row_cleared = false;
   bool pair_suspect = false;
-  // A pair test of it read in between (pair_in_between): it meets partners in pair tests, not rows
-  // (an all-to-all group judged uniformly slow decides nothing about its members).
-  bool pair_between = false;
-  // Those in-between pair tests, as (partner, z against the faster of the baseline and the reference),
-  // for the repetition rule (report.cpp, repeated_slow).
+  // Its pair tests read in between (pair_in_between), as (partner, z against the faster of the baseline
+  // and the reference), for the repetition rule (report.cpp, repeated_slow).
   std::vector<std::pair<int, double>> between_z;
+  // A pair test of it read in between: it meets partners in pair tests, not rows (an all-to-all group
+  // judged uniformly slow decides nothing about its members).
+  bool pair_between() const { return !between_z.empty(); }
 };
 
 // A node's pair tests (evidence_intermittent.cpp): tests that say something about it, the slow

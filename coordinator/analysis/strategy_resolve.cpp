@@ -120,7 +120,7 @@ int row_suspects(Planner::Impl& s, RoundDraft& round, const std::vector<int>& ne
   // uniformly slow five times, which decide nothing, and a healthy node ended unresolved (16 nodes,
   // seed 101646).
   for (int u : needs)
-    if (!round.busy[u] && !s.nodes[u].pair_checked && !s.nodes[u].pair_between &&
+    if (!round.busy[u] && !s.nodes[u].pair_checked && !s.nodes[u].pair_between() &&
         s.nodes[u].resolution_tests < s.cfg.max_tests_per_node)
       todo.push_back(u);
   int rows = 0;
