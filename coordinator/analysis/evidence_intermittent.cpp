@@ -34,7 +34,10 @@ std::vector<PairRecord> Planner::Impl::pair_records() const {
     if (t.slow) ++slow_tests[t.a], ++slow_tests[t.b];
   std::vector<PairRecord> rec(static_cast<std::size_t>(n));
   std::vector<std::set<int>> partners(static_cast<std::size_t>(n));
+  std::vector<char> slow_seen(static_cast<std::size_t>(n), 0);  // a slow pair test of it met (in round order)
   for (const auto& t : pair_tests) {
+    const bool first_a = t.slow && !slow_seen[t.a], first_b = t.slow && !slow_seen[t.b];
+    if (t.slow) slow_seen[t.a] = slow_seen[t.b] = 1;
     // A pair-only link's retests are its own record (LinkData::pair_only): the slow test that opened
     // it counts for its ends, as any slow pair test does, its retests do not, and none once it is
     // confirmed (in Full mode its ends were then reported intermittent, 2 slow of 47).
@@ -54,6 +57,7 @@ std::vector<PairRecord> Planner::Impl::pair_records() const {
       const int others = slow_tests[v] - static_cast<int>(links.at(std::minmax(u, v)).slow_pair_tests.size());
       if (nodes[v].bad || others > 0) continue;
       ++r.tests, ++r.slow;
+      r.first_slow_counted = r.first_slow_counted || (u == t.a ? first_a : first_b);
       partners[u].insert(v);
     }
   }
@@ -62,8 +66,10 @@ std::vector<PairRecord> Planner::Impl::pair_records() const {
   // so a port cap that only pair tests reach is slow in all of its tests, not some (intermittent).
   for (int u = 0; u < n; ++u) {
     const auto& d = nodes[u];
-    rec[u].tests += d.pair_checked ? d.slow_rows : d.rows;
-    rec[u].slow += d.slow_rows;
+    rec[u].row_tests = d.pair_checked ? d.slow_rows : d.rows;
+    rec[u].row_slow = d.slow_rows;
+    rec[u].tests += rec[u].row_tests;
+    rec[u].slow += rec[u].row_slow;
     for (int v : d.row_partners)
       if (!nodes[v].bad) partners[u].insert(v);
     rec[u].distinct = static_cast<int>(partners[u].size());

@@ -44,9 +44,15 @@ constexpr long kMinLeanBase = 20;
 constexpr double kLeanAlpha = 1e-4;
 // Votes a hot node gets, one per distinct partner of a slow edge: as many as a slow row's.
 constexpr std::size_t kMaxHotVotes = 32;
-// Pair tests between known-good nodes before their slow fraction is a base rate; fewer: the rule's
-// fixed threshold stands.
+// Pair tests between known-good nodes before their slow fraction is a base rate.
 constexpr long kMinPairTests = 50;
+// The pair rate where fewer were run and none of them read slow (beyond_noise): between what 5% noise
+// gives (0.08% of the pair tests of healthy 8-node campaigns) and none.
+constexpr double kPairPrior = 2e-4;
+// The least rate at which noise makes a row slow: healthy clusters of 8 and 13 nodes read 3 slow
+// rows in 11,970 and 1 in 15,586, at 5% and 20% noise alike (where 2.7-3.1% of their pair tests
+// read slow at 20%, 0.08% at 5%). The others' own fraction, where higher, is the rate.
+constexpr double kRowPrior = 2.5e-4;
 // Clean edge readings before their fractions are base rates.
 constexpr long kMinEdgeReadings = 1000;
 // The edge confirm rule's false rate per campaign (edge_readings_needed).
@@ -185,23 +191,44 @@ int Planner::Impl::node_votes_needed() const {
 
 // The rate is the other nodes' pair tests: an intermittently slow node paired again and again would
 // otherwise raise the rate it is judged against until its own slow tests looked like noise.
-// Below kMinPairTests of them there is no base rate, and the fixed rule stands (2 slow tests with
-// distinct partners, kIntermittentSlow for intermittent), unless the others' tests were slow too:
-// their slow count over kMinPairTests tests (a rate that errs low) is then the rate. With the fixed
-// rule alone, 2 slow tests counted the same in 3 tests as in 16 however noisy the campaign: at 20%
-// noise, healthy clusters of 8, 12 and 16 nodes (campaigns of 12-20 pair tests, 4 of them slow)
-// reported a node "intermittently slow (2 of 8 tests)", unresolved, in 22, 26 and 18 of 1,000.
+// Below kMinPairTests of them there is no base rate. Where the others' tests were slow too, their
+// slow count over kMinPairTests tests (a rate that errs low) is the rate: with 2 slow tests counted
+// the same in 3 tests as in 16 however noisy the campaign, at 20% noise healthy clusters of 8, 12
+// and 16 nodes reported a node "intermittently slow (2 of 8 tests)", unresolved, in 22, 26 and 18
+// of 1,000. Where they were all fine, the rate is kPairPrior: taken as none, any slow test past the
+// screen's was beyond noise, and at 20% noise a healthy node slow in its screen and one straggling
+// pair test, then fine 11 times, was "intermittently slow (2 of 13 tests)" in 3 and 4 of 1,000
+// healthy campaigns at 9 and 13 nodes. At kPairPrior one slow test past the first is within noise,
+// two of about ten are not.
+// Rows are weighed at their own rate (the others' slow fraction of rows, at least kRowPrior): a
+// 3x node slow in half the rounds at 8 nodes, slow in 3 of 10 rows at 20% noise, was within noise
+// when its rows counted at a pair test's rate. The record is beyond noise when its pair tests
+// alone, its rows alone, or both together are, each at half the level.
 bool Planner::Impl::beyond_noise(int u, const PairRecord& r, double level) const {
   if (exact.active || noise.pair_rate == 0.0) return true;
   // The per-node counts exist once count_pair_rates has run (each round, from mark_intermittent).
   if (noise.node_pair_tests.size() != static_cast<std::size_t>(n)) return true;
-  const long tests = noise.pair_tests - noise.node_pair_tests[u];
-  const long slow = noise.pair_slow - noise.node_pair_slow[u];
-  double rate = pair_rate_of(tests, slow);
-  if (rate >= 0.0) rate = std::max(rate, 0.5 / static_cast<double>(tests));
-  else if (slow > 0) rate = static_cast<double>(slow) / static_cast<double>(kMinPairTests);
-  else return true;
-  return noise::binomial_tail(r.slow, r.tests, rate) < level;
+  double pair_tail = 1.0, row_tail = 1.0;
+  if (const int slow_pairs = r.slow - r.row_slow; slow_pairs > 0) {
+    const long tests = noise.pair_tests - noise.node_pair_tests[u];
+    const long slow = noise.pair_slow - noise.node_pair_slow[u];
+    double rate = pair_rate_of(tests, slow);
+    if (rate >= 0.0) rate = std::max(rate, 0.5 / static_cast<double>(tests));
+    else rate = slow > 0 ? static_cast<double>(slow) / static_cast<double>(kMinPairTests) : kPairPrior;
+    pair_tail = noise::binomial_tail(slow_pairs, r.tests - r.row_tests, rate);
+  }
+  if (r.row_slow > 0) {
+    const auto& d = nodes[u];
+    const long tests = noise.row_tests - (d.bad ? 0 : d.rows);
+    const long slow = noise.row_slow - (d.bad ? 0 : d.slow_rows);
+    const double rate = std::max(kRowPrior, tests > 0 ? static_cast<double>(slow) / static_cast<double>(tests) : 0.0);
+    row_tail = noise::binomial_tail(r.row_slow, r.row_tests, rate);
+  }
+  // Either kind alone, or both together (Fisher's combination of two tails, q (1 - ln q) for their
+  // product q), at half the level each way.
+  const double both = pair_tail * row_tail;
+  const double combined = both > 0.0 ? both * (1.0 - std::log(both)) : 0.0;
+  return std::min({pair_tail, row_tail, combined}) < level / 2.0;
 }
 
 // At kIntermittentAlpha over the nodes tested, and without the slow test that made the node a
@@ -212,7 +239,7 @@ bool Planner::Impl::beyond_noise(int u, const PairRecord& r, double level) const
 bool Planner::Impl::significant_intermittent(int u, const PairRecord& r, int tested) const {
   if (r.slow < 1 || r.tests < 1) return false;
   PairRecord after = r;
-  --after.slow, --after.tests;
+  if (r.first_slow_counted) --after.slow, --after.tests;
   return beyond_noise(u, after, kIntermittentAlpha / std::max(1, tested));
 }
 
@@ -229,6 +256,9 @@ void Planner::Impl::count_pair_rates() {
     ++noise.node_pair_slow[t.a], ++noise.node_pair_slow[t.b];
   }
   noise.pair_rate = pair_rate_of(noise.pair_tests, noise.pair_slow);
+  noise.row_tests = noise.row_slow = 0;
+  for (const auto& d : nodes)
+    if (!d.bad) noise.row_tests += d.rows, noise.row_slow += d.slow_rows;
 }
 
 // A node with far more slow edge readings than the others' base rate predicts is slow, even when no

