@@ -153,11 +153,10 @@ TEST_CASE("simulate: with a reference, a suspect whose pair tests all read in be
   // 64 nodes, 20 of them 2x, 20% noise, reference: a 2x node read 1.74-2.14x of the reference with six
   // known-good partners, each z 2.7-3.9 (not slow, not clearly fine), and was left unresolved when its
   // resolution tests ran out (seeds 2 and 6: recall 0.85 and 0.75). Together the readings are far
-  // past the cutoff. (Seed 2 now takes another path, in which one slow node's record is too thin to
-  // pass the intermittent rule and it is missed; seeds 6 and 7 show the rule.)
+  // past the cutoff.
   auto o = parse_simulate_options({{"model", "severity"}, {"bad-nodes", "20"}, {"noise", "0.20"}, {"per-peer", "on"},
                                    {"nodes", "64"}, {"reference", "1"}});
-  for (const std::uint64_t seed : {6u, 7u}) {
+  for (const std::uint64_t seed : {2u, 6u}) {
     const auto r = simulate_trial(o, seed, true);
     INFO("seed " << seed << ": " << r.detail["findings"].dump());
     CHECK(r.false_findings == 0);
