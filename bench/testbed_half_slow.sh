@@ -6,8 +6,9 @@
 # all-to-alls' fast core (planner item 12) can tell the good half: 0-6 of 6 found, 7 of 17 runs
 # right (2026-12-07), one of them with no core and no finding at all; since a core of 4 and one row
 # against it for localize.unresolved, every slow node named in 3 of 3 runs (1 right: all six
-# node.slow), and with the row core in 5 of 5 (1 right); with a spec, 6 of 6 every run (9-12
-# rounds, 80-100 s). Each run prints one line; a run is right
+# node.slow), and with the row core in 5 of 5 (1 right), with rows weighed at their own rate in 3
+# of 3 (none right: 0, 5 and 2 of 6 node.slow, the rest unresolved; 7-14 rounds, 76-146 s); with a
+# spec, 6 of 6 every run (9-12 rounds, 74-100 s). Each run prints one line; a run is right
 # when every slow node is named node.slow and no localization finding names a healthy node.
 # Brings the testbed up with NODES nodes and takes it down at the end. Run as root; KILN_KEEP_TMP=1
 # keeps the run directories.
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
     --nodes) nodes=${2:?--nodes N}; shift 2 ;;
     --slow) slow=${2:?--slow LIST}; shift 2 ;;
     --no-spec) spec=0; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
