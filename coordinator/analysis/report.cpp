@@ -250,10 +250,13 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
   // fine in groups, which rounds of groups cannot settle) whenever it is left undecided; and an edge
   // suspicion that read slow again on retest, none of its retests within the healthy spread, whose
   // retests ran out short of the readings that confirm a link (it was dropped without a word).
+  const auto retested = static_cast<std::size_t>(
+      std::count_if(links.begin(), links.end(), [](const auto& e) { return !e.second.slow_pair_tests.empty(); }));
   for (const auto& [key, l] : links) {
     if (l.confirmed || l.cleared || !good(key.first) || !good(key.second) || noise_single(l)) continue;
     const bool edges_short = !l.pair_only && l.edge_slow >= 2;
-    if (!book.out_of_rounds && !l.pair_only && !edges_short) continue;
+    const bool retests_short = !l.pair_only && !edges_short && pair_retests_beyond_noise(l, retested);
+    if (!book.out_of_rounds && !l.pair_only && !edges_short && !retests_short) continue;
     const auto& [a, b] = key;
     nlohmann::json pairs = nlohmann::json::array();
     for (const auto& [round, slowness] : l.slow_pair_tests)
@@ -262,6 +265,8 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
         book.out_of_rounds ? "the round budget (max_rounds=" + std::to_string(book.max_rounds) + ") ran out"
         : l.pair_only      ? "its pair retests or its ends' pair checks ran out, or an end is still under test "
                              "(fine inside all-to-all groups)"
+        : retests_short    ? "its pair retests ran out, slow more often than noise explains (a slow link, or an end "
+                             "slow some of the time)"
         : !book.finished   ? "the campaign stopped before it was decided"
                            : "its edge retests ran out short of the " + std::to_string(edge_readings_needed()) +
                                  " slow readings that confirm a link";

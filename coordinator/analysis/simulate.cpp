@@ -45,11 +45,18 @@ Layout make_layout(const SimulateOptions& in) {
 }
 
 // Whether a finding names one of the truth item's entities while saying it could not decide or
-// saw the fault come and go.
+// saw the fault come and go. An undecided link names both its ends ("a slow link, or an end slow
+// some of the time"), so it accounts for a node at either end.
 bool accounts_for(const kiln::Finding& f, const TruthItem& t) {
   const bool hedged = f.code == kiln::Code::LocalizeUnresolved || f.evidence.value("intermittent", false) ||
                       f.summary.find("intermittent") != std::string::npos;
-  return hedged && std::find(t.aliases.begin(), t.aliases.end(), f.entity.id) != t.aliases.end();
+  if (!hedged) return false;
+  if (std::find(t.aliases.begin(), t.aliases.end(), f.entity.id) != t.aliases.end()) return true;
+  if (f.code != kiln::Code::LocalizeUnresolved || f.entity.kind != "link") return false;
+  const auto cut = f.entity.id.find("<->");
+  if (cut == std::string::npos) return false;
+  const std::string a = f.entity.id.substr(0, cut), b = f.entity.id.substr(cut + 3);
+  return std::any_of(t.aliases.begin(), t.aliases.end(), [&](const std::string& x) { return x == a || x == b; });
 }
 
 void score(TrialResult& r, std::vector<kiln::Finding> findings, const std::vector<TruthItem>& truth) {
