@@ -3,7 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 #include <random>
+#include <utility>
 
 #include "common/findings.hpp"
 #include "coordinator/analysis/planner.hpp"
@@ -84,6 +87,17 @@ kiln::analysis::SimulateOptions healthy(int nodes, double noise) {
   opt.bad_links = 0;
   opt.noise = noise;
   return opt;
+}
+
+// Healthy campaigns at 20% noise, one per (nodes, seed), each to end with no finding and nothing
+// unresolved.
+void expect_clean(std::initializer_list<std::pair<int, std::uint64_t>> trials) {
+  for (const auto& [nodes, seed] : trials) {
+    const auto r = kiln::analysis::simulate_trial(healthy(nodes, 0.20), seed, false);
+    INFO("N=" << nodes << " seed " << seed << ": " << r.findings << " findings, " << r.unresolved << " unresolved");
+    CHECK(r.findings == 0);
+    CHECK(r.unresolved == 0);
+  }
 }
 
 // Faults found, faults planted and false findings over seeds 1..seeds.
@@ -284,14 +298,7 @@ TEST_CASE("20% noise: a healthy small cluster names no node unresolved from 2 sl
   // Each ended with "nodeX is intermittently slow (2 of 8 tests)" (unresolved, a warning) before the
   // others' slow pair tests counted as the campaign's noise: 22, 26, 18 and 6 of 1,000 campaigns at
   // N=8, 12, 16 and 32. The round-one "fast cluster" of 2 of 4 pair figures was also no spread.
-  const std::pair<int, std::uint64_t> trials[] = {{8, 106}, {8, 167}, {8, 206}, {8, 266}, {8, 309},
-                                                  {16, 90}, {16, 106}, {32, 486}, {32, 514}};
-  for (const auto& [nodes, seed] : trials) {
-    const auto r = kiln::analysis::simulate_trial(healthy(nodes, 0.20), seed, false);
-    INFO("N=" << nodes << " seed " << seed << ": " << r.findings << " findings, " << r.unresolved << " unresolved");
-    CHECK(r.findings == 0);
-    CHECK(r.unresolved == 0);
-  }
+  expect_clean({{8, 106}, {8, 167}, {8, 206}, {8, 266}, {8, 309}, {16, 90}, {16, 106}, {32, 486}, {32, 514}});
 }
 
 TEST_CASE("20% noise: a pair spread from a few figures is floored by the edges', so a 16-node healthy cluster names nothing",
@@ -299,18 +306,13 @@ TEST_CASE("20% noise: a pair spread from a few figures is floored by the edges',
   // Seed 495 named a false node.slow (pair tests 1.28-1.35x at z 4.4-5.4 against a history of 8
   // pair figures spread 0.056) and seed 494 a node unresolved; 178 edges had been read at 0.2. The
   // pair spread is now floored at half the edges'.
-  for (std::uint64_t seed : {494, 495}) {
-    const auto r = kiln::analysis::simulate_trial(healthy(16, 0.20), seed, false);
-    INFO("seed " << seed << ": " << r.findings << " findings, " << r.unresolved << " unresolved");
-    CHECK(r.findings == 0);
-    CHECK(r.unresolved == 0);
-  }
+  expect_clean({{16, 494}, {16, 495}});
 }
 
 TEST_CASE("where the other pairs were clean, 2 slow pair tests still name a node unresolved (1.1x, N=8)",
           "[analysis][intermittent]") {
-  // The fixed rule stands when the others' pair tests give no rate: a 1.1x node slow with two
-  // partners is reported, not dropped (seed 24). Seeds 8 and 15, reported so before, are now found
+  // Where the others' pair tests give no rate (kPairPrior then, evidence_noise.cpp), a 1.1x node
+  // slow with two partners is reported, not dropped (seed 24). Seeds 8 and 15, reported so before, are now found
   // outright: the node's rows lean in most rounds (the leaning-row rule, evidence_noise.cpp).
   auto opt = per_peer("severity", 8);
   opt.slow_factor = 1.1;
@@ -334,13 +336,7 @@ TEST_CASE("where the other pairs were clean, one slow pair test after the screen
   // 1.32x (z 2.5) and one more at 2.06x, then fine 11 times (N=9, seed 155). The others' pair tests
   // were all fine, too few for a rate, and the fixed rule took any slow test past the screen as
   // beyond noise: 3 and 4 of 1,000 healthy campaigns at N=9 and 13. Such a rate is now kPairPrior.
-  const std::pair<int, std::uint64_t> trials[] = {{9, 155}, {9, 263}, {9, 775}, {13, 233}, {13, 389}, {13, 622}, {13, 942}};
-  for (const auto& [nodes, seed] : trials) {
-    const auto r = kiln::analysis::simulate_trial(healthy(nodes, 0.20), seed, false);
-    INFO("N=" << nodes << " seed " << seed << ": " << r.findings << " findings, " << r.unresolved << " unresolved");
-    CHECK(r.findings == 0);
-    CHECK(r.unresolved == 0);
-  }
+  expect_clean({{9, 155}, {9, 263}, {9, 775}, {13, 233}, {13, 389}, {13, 622}, {13, 942}});
 }
 
 TEST_CASE("past 256 nodes, a link candidate whose pair retests stay slow is reported, not dropped (300 nodes, seed 15)",
