@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <initializer_list>
 #include <random>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "common/findings.hpp"
@@ -189,6 +191,57 @@ TEST_CASE("congestion: one congested leaf among four is the only switch finding 
   CHECK(r.false_findings == 0);
   CHECK(r.switch_findings == 1);
   CHECK(r.detail["findings"].size() == 1);
+}
+
+TEST_CASE("congestion: a node alone under its leaf is named with its leaf, which reads the same", "[analysis][switch]") {
+  // 11 nodes in leaves of 2 leave node10 alone under leaf5 (7 nodes: node6 under leaf3, every pair
+  // repeated). Every path to it crosses leaf5's uplink, so the congested uplink reads as a slow
+  // node: the finding names both, and its next step does not drain the node outright.
+  for (const auto& [nodes, seed, node, leaf] : {std::tuple{11, 3, "node10", "leaf5"}, std::tuple{7, 3, "node6", "leaf3"}}) {
+    CAPTURE(nodes, seed);
+    auto opt = per_peer("congestion", nodes);
+    const auto r = kiln::analysis::simulate_trial(opt, static_cast<std::uint64_t>(seed), true);
+    REQUIRE(r.detail["findings"].size() == 1);
+    const auto& f = r.detail["findings"][0];
+    CHECK(f["code"] == "node.slow");
+    CHECK(f["entity"]["id"] == node);
+    CHECK(f["evidence"]["alone_under_switch"] == leaf);
+    CHECK(f["summary"].get<std::string>().find(std::string("only node measured under switch ") + leaf) !=
+          std::string::npos);
+    CHECK(f["next_step"].get<std::string>().find(std::string("switch ") + leaf) != std::string::npos);
+    CHECK(r.false_findings == 0);  // right for the switch: the two cannot be told apart
+    CHECK(r.accounted);
+  }
+}
+
+TEST_CASE("congestion: every pair repeated (5-7 nodes), an uplink slow in 80% of rounds is its switch", "[analysis][switch]") {
+  // Each crossing pair's median was fast in about 1 repeat sweep of 10, and every crossing median
+  // had to be slow: 47-66 false link findings per 100 campaigns. Judged by the crossing readings,
+  // 20 seeds of 20 at each size give the switch (or the lone node under it), and nothing else.
+  for (int nodes = 5; nodes <= 7; ++nodes)
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+      CAPTURE(nodes, seed);
+      const auto r = kiln::analysis::simulate_trial(per_peer("congestion", nodes), seed, true);
+      CHECK(r.false_findings == 0);
+      CHECK(r.unresolved == 0);
+      CHECK(r.accounted);
+      for (const auto& f : r.detail["findings"])
+        CHECK((f["code"] == "switch.slow" || f["evidence"].contains("alone_under_switch")));
+    }
+}
+
+TEST_CASE("congestion: a healthy small cluster in leaves has no switch finding", "[analysis][switch]") {
+  // The readings rule (half the crossing readings two spreads past the baseline) against noise
+  // alone: 20% noise, leaves of 2 and 3, 4-7 nodes, 50 seeds each.
+  for (int leaf : {2, 3})
+    for (int nodes = 4; nodes <= 7; ++nodes)
+      for (std::uint64_t seed = 1; seed <= 50; ++seed) {
+        CAPTURE(leaf, nodes, seed);
+        auto opt = per_peer("severity", nodes);
+        opt.bad_nodes = 0, opt.bad_links = 0, opt.leaf_size = leaf, opt.noise = 0.2;
+        const auto r = kiln::analysis::simulate_trial(opt, seed, false);
+        CHECK(r.false_findings == 0);
+      }
 }
 
 TEST_CASE("per-edge figures: a 1.25x node in a cluster of 8 is named from its slow rows", "[analysis][edges]") {
