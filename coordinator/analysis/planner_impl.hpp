@@ -297,6 +297,7 @@ struct Evidence {
   std::vector<SlowGroup> slow_groups;              // slow groups of more than two
   std::vector<PairTest> pair_tests;                // every judged pair test, in order
   std::vector<SwitchVerdict> slow_switches;        // switches whose crossing traffic is slow
+  std::map<int, std::int64_t> leaf_shaped_round;  // leaf -> the round a group's edges first showed it slow across
   std::vector<int> clean_cover;                    // members of the largest fast group, sorted
   History history;                                 // fast figures, the baseline of later rounds
   bool edges_seen = false;                         // some group came back with per-edge figures
