@@ -5,9 +5,9 @@
 // names the path, "leafA<->leafB". docs/localization.md, the planner, item 5.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <tuple>
-#include <map>
 
 #include "common/findings.hpp"
 #include "coordinator/analysis/planner_impl.hpp"
@@ -260,8 +260,8 @@ std::vector<LeafEdges> leaf_edges(const GroupOutcome& o, const std::vector<int>&
 // Slow across the uplink in this group: crossing edges mostly slow, into more than one other leaf
 // (with two leaves there is no telling), edges inside mostly fast, and every member in the group
 // slow with most of its peers across. Without the last, healthy clusters in leaves of 4 at 20%
-// noise declared a leaf in 4-6 campaigns of 100 at 24-100 nodes: two members of a leaf in a small
-// group, one of them slow with all its peers that round, the other with a few.
+// noise declared a leaf in 4-6 campaigns of 100 at 24-100 nodes, with it in 2-3 (before a leaf
+// needed a second sighting and three inside edges).
 bool leaf_shaped(const LeafEdges& e, std::size_t leaves) {
   const auto [slow_members, members] = e.members_slow();
   return e.inside > 0 && e.crossing_slow * 2 >= static_cast<int>(e.crossing.size()) && e.crossing_slow > 0 &&
