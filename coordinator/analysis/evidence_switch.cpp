@@ -295,8 +295,12 @@ bool Planner::Impl::explain_leaf_rows(const GroupOutcome& o, EdgeReading& r, std
       if (frac > worst) worst = frac, l = k;
     }
     if (l < 0) break;
-    // Seen once: noted, and declared when a group of a later round shows it again.
-    if (const auto first = leaf_shaped_round.find(l); first == leaf_shaped_round.end() || first->second == round) {
+    // Seen once: noted, and declared when a group of a later round shows it again; at once when
+    // three members or more are in the group and 3 of 4 of their crossing edges are slow.
+    const auto& seen = edges[static_cast<std::size_t>(l)];
+    const bool decisive = seen.inside >= 3 && 4 * seen.crossing_slow >= 3 * static_cast<int>(seen.crossing.size());
+    if (const auto first = leaf_shaped_round.find(l);
+        !decisive && (first == leaf_shaped_round.end() || first->second == round)) {
       leaf_shaped_round.emplace(l, round);
       skip[static_cast<std::size_t>(l)] = 1;
       continue;
