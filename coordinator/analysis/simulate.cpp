@@ -6,6 +6,7 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -44,6 +45,18 @@ Layout make_layout(const SimulateOptions& in) {
   return l;
 }
 
+// The switch a node finding names beside its node (report.cpp, name_lone_switch), or "".
+std::string lone_switch(const kiln::Finding& f) {
+  return f.evidence.is_object() ? f.evidence.value("alone_under_switch", std::string{}) : std::string{};
+}
+
+// The two ends of "a<->b" (a link, or the path between two leaves); nullopt without the separator.
+std::optional<std::pair<std::string, std::string>> ends(const std::string& id) {
+  const auto cut = id.find("<->");
+  if (cut == std::string::npos) return std::nullopt;
+  return std::pair{id.substr(0, cut), id.substr(cut + 3)};
+}
+
 // Whether a finding names one of the truth item's entities while saying it could not decide or
 // saw the fault come and go. An undecided link names both its ends ("a slow link, or an end slow
 // some of the time"), so it accounts for a node at either end; a node alone under its switch names
@@ -53,14 +66,12 @@ bool accounts_for(const kiln::Finding& f, const TruthItem& t) {
                       f.summary.find("intermittent") != std::string::npos;
   if (!hedged) return false;
   if (std::find(t.aliases.begin(), t.aliases.end(), f.entity.id) != t.aliases.end()) return true;
-  if (const auto sw = f.evidence.is_object() ? f.evidence.value("alone_under_switch", std::string{}) : std::string{};
-      !sw.empty() && std::find(t.aliases.begin(), t.aliases.end(), sw) != t.aliases.end())
+  if (const auto sw = lone_switch(f); !sw.empty() && std::find(t.aliases.begin(), t.aliases.end(), sw) != t.aliases.end())
     return true;
   if (f.code != kiln::Code::LocalizeUnresolved || f.entity.kind != "link") return false;
-  const auto cut = f.entity.id.find("<->");
-  if (cut == std::string::npos) return false;
-  const std::string a = f.entity.id.substr(0, cut), b = f.entity.id.substr(cut + 3);
-  return std::any_of(t.aliases.begin(), t.aliases.end(), [&](const std::string& x) { return x == a || x == b; });
+  const auto ab = ends(f.entity.id);
+  return ab && std::any_of(t.aliases.begin(), t.aliases.end(),
+                           [&](const std::string& x) { return x == ab->first || x == ab->second; });
 }
 
 void score(TrialResult& r, std::vector<kiln::Finding> findings, const std::vector<TruthItem>& truth) {
@@ -77,13 +88,12 @@ void score(TrialResult& r, std::vector<kiln::Finding> findings, const std::vecto
     std::string key = f.entity.kind + ":" + f.entity.id;
     // A node alone under its switch names the switch too (report.cpp, name_lone_switch): the two
     // cannot be told apart, so the finding is right for either.
-    if (const auto sw = f.evidence.is_object() ? f.evidence.value("alone_under_switch", std::string{}) : std::string{};
-        !keys.count(key) && !sw.empty() && keys.count("switch:" + sw))
+    if (const auto sw = lone_switch(f); !keys.count(key) && !sw.empty() && keys.count("switch:" + sw))
       key = "switch:" + sw;
     // The path between the only two leaves ("leafA<->leafB"): which of the two uplinks is slow cannot
     // be told, so it is right for either.
-    if (const auto cut = f.entity.id.find("<->"); f.entity.kind == "switch" && !keys.count(key) && cut != std::string::npos)
-      for (const auto& end : {f.entity.id.substr(0, cut), f.entity.id.substr(cut + 3)})
+    if (const auto ab = ends(f.entity.id); f.entity.kind == "switch" && !keys.count(key) && ab)
+      for (const auto& end : {ab->first, ab->second})
         if (keys.count("switch:" + end)) key = "switch:" + end;
     if (!keys.count(key)) {
       ++r.false_findings;

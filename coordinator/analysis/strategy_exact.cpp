@@ -131,11 +131,10 @@ ExactStats exact_stats(const Planner::Impl& s) {
 // with an end in `bad` outside the set says nothing of the set and is left out.
 struct Across {
   int cross = 0, cross_slow = 0, cross_up = 0, inside = 0, inside_slow = 0, others = 0;
+  int cross_far = 0;  // crossing pairs with a reading far past the baseline (far, in across)
   double d = 0.0;   // mean crossing median less the mean of the others' (log)
   double se = 0.0;  // its standard error, from the repeat spread
   std::vector<double> slowness;  // each crossing pair's median slowness
-
-  int cross_far = 0;  // crossing pairs with a reading far past the baseline (far, in across)
 
   // The crossing pairs slow together: their mean past the others' by z_cutoff standard errors and
   // the least slowdown, 3 of 4 slow in a third of their readings, three of them at least besides
@@ -203,15 +202,19 @@ std::vector<int> slow_nodes(const Planner::Impl& s, const ExactStats& st) {
     if (s.active(u)) order.push_back(u);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return slow_with[a] > slow_with[b]; });
   std::vector<int> bad;
-  for (int u : order) {
+  auto is_bad = [&](int u) { return std::find(bad.begin(), bad.end(), u) != bad.end(); };
+  // u's partners not found slow so far, and its slow pairs with them.
+  auto slow_with_rest = [&](int u) {
     int partners = 0, slow = 0;
     for (const auto& [key, p] : st.pairs) {
       if (key.first != u && key.second != u) continue;
-      const int v = key.first == u ? key.second : key.first;
-      if (std::find(bad.begin(), bad.end(), v) != bad.end()) continue;
-      ++partners;
-      slow += p.slow ? 1 : 0;
+      if (is_bad(key.first == u ? key.second : key.first)) continue;
+      ++partners, slow += p.slow ? 1 : 0;
     }
+    return std::pair{partners, slow};
+  };
+  for (int u : order) {
+    const auto [partners, slow] = slow_with_rest(u);
     if (slow >= 2 && 4 * slow >= 3 * partners) bad.push_back(u);
   }
   // Slow in most rounds, not all (a node alone under a congested uplink, 80% of rounds): some of
@@ -219,7 +222,7 @@ std::vector<int> slow_nodes(const Planner::Impl& s, const ExactStats& st) {
   // end. Its pairs judged together name it.
   std::vector<char> member(static_cast<std::size_t>(s.n), 0);
   for (int u : order) {
-    if (std::find(bad.begin(), bad.end(), u) != bad.end()) continue;
+    if (is_bad(u)) continue;
     member[u] = 1;
     const auto a = across(s, st, member, bad);
     if (a.slower(st, s.cfg.outliers.z_cutoff)) bad.push_back(u);
@@ -230,13 +233,8 @@ std::vector<int> slow_nodes(const Planner::Impl& s, const ExactStats& st) {
   // link while the node had two clearly fast pairs (6 nodes, 5% noise: the node went unnamed in 1
   // campaign of 4).
   for (int u : order) {
-    if (std::find(bad.begin(), bad.end(), u) != bad.end()) continue;
-    int partners = 0, slow = 0;
-    for (const auto& [key, p] : st.pairs) {
-      if (key.first != u && key.second != u) continue;
-      if (std::find(bad.begin(), bad.end(), key.first == u ? key.second : key.first) != bad.end()) continue;
-      ++partners, slow += p.slow ? 1 : 0;
-    }
+    if (is_bad(u)) continue;
+    const auto [partners, slow] = slow_with_rest(u);
     if (slow >= 3 && 2 * slow >= partners) bad.push_back(u);
   }
   return bad;
@@ -390,10 +388,10 @@ kiln::Finding node_finding(const Planner::Impl& s, const ExactStats& st, const n
 // toggling pairs widen the spread from the repeats; requiring every crossing median slow missed an
 // uplink 2x slow in 80% of rounds in about 1 campaign of 2 at 5-7 nodes (leaves of 2), and each
 // slow crossing pair then read as a slow link.
-std::vector<SwitchVerdict> exact_switches(const Planner::Impl& s, const ExactStats& st) {
+// bad: slow_nodes, whose pairs say nothing of an uplink.
+std::vector<SwitchVerdict> exact_switches(const Planner::Impl& s, const ExactStats& st, const std::vector<int>& bad) {
   std::vector<SwitchVerdict> out;
   if (s.topology.size() < 2) return out;
-  const auto bad = slow_nodes(s, st);
   for (int i = 0; i < static_cast<int>(s.topology.size()); ++i) {
     std::vector<char> member(static_cast<std::size_t>(s.n), 0);
     for (int u : s.topology[static_cast<std::size_t>(i)].nodes)
@@ -421,13 +419,13 @@ std::vector<kiln::Finding> Planner::Impl::exact_findings() const {
   if (st.pairs.size() == 1) return two_node_findings(*this, st, basis);
   std::vector<kiln::Finding> out;
   std::vector<char> under(static_cast<std::size_t>(n), 0);  // under a slow switch: no node or link finding
-  for (const auto& v : exact_switches(*this, st)) {
+  auto bad = slow_nodes(*this, st);
+  for (const auto& v : exact_switches(*this, st, bad)) {
     out.push_back(switch_finding(v));
     for (int l : v.leaves)
       for (int u : topology[static_cast<std::size_t>(l)].nodes)
         if (u >= 0 && u < n) under[u] = 1;
   }
-  auto bad = slow_nodes(*this, st);
   std::erase_if(bad, [&](int u) { return under[u] != 0; });
   for (int u : bad) out.push_back(node_finding(*this, st, basis, u));
   auto is_bad = [&](int u) { return std::find(bad.begin(), bad.end(), u) != bad.end(); };
