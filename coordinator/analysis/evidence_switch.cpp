@@ -193,6 +193,15 @@ constexpr std::size_t kLeafSpreadEdges = 8;
 // Groups of at most this many edges take a spread per leaf when too few edges are inside leaves.
 constexpr std::size_t kLeafSpreadMaxEdges = 2048;
 
+// The level (upper median) of log figures and their spread (1.4826 x the upper median of the
+// deviations from it), in upper medians as the switch rules were tuned (stats::mad_sigma averages
+// the two middle values).
+std::pair<double, double> log_level_spread(std::vector<double> logs) {
+  const double mid = upper_median(logs);
+  for (double& x : logs) x = std::fabs(x - mid);
+  return {mid, 1.4826 * upper_median(std::move(logs))};
+}
+
 // skip: leaves whose uplink is already known slow; a crossing edge into one of them is explained
 // by it and says nothing about the other end's leaf.
 std::vector<LeafEdges> leaf_edges(const GroupOutcome& o, const std::vector<int>& leaf, std::size_t leaves,
@@ -211,10 +220,9 @@ std::vector<LeafEdges> leaf_edges(const GroupOutcome& o, const std::vector<int>&
   // leaves of 2 a congested uplink's 12 of 28 widened it until its 2x edges read within it.
   double sigma = 0.0;
   if (inside.size() >= kLeafSpreadEdges) {
-    std::vector<double> dev;
-    const double mid = std::log(upper_median(inside));
-    for (double c : inside) dev.push_back(std::fabs(std::log(c) - mid));
-    sigma = 1.4826 * upper_median(std::move(dev));
+    std::vector<double> logs;
+    for (double c : inside) logs.push_back(std::log(c));
+    sigma = log_level_spread(std::move(logs)).second;
   }
   std::vector<double> cut(leaves, base * std::max(kLeafEdgeSlow, std::exp(kLeafEdgeZ * sigma)));
   // Too few inside edges for a spread (small leaves): each leaf's level and spread from the edges
@@ -231,9 +239,7 @@ std::vector<LeafEdges> leaf_edges(const GroupOutcome& o, const std::vector<int>&
       for (const auto& f : o.edges)
         if (leaf[f.a] != l && leaf[f.b] != l) logs.push_back(std::log(to_cost(f.value, dir)));
       if (logs.size() < kLeafSpreadEdges) continue;
-      const double mid = upper_median(logs);
-      for (double& x : logs) x = std::fabs(x - mid);
-      const double sl = 1.4826 * upper_median(std::move(logs));
+      const auto [mid, sl] = log_level_spread(std::move(logs));
       cut[static_cast<std::size_t>(l)] = std::exp(mid) * std::max(kLeafEdgeSlow, std::exp(kLeafEdgeZ * sl));
     }
   }
