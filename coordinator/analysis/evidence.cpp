@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 
+#include "coordinator/analysis/noise.hpp"
 #include "coordinator/analysis/planner_impl.hpp"
 
 namespace kiln::analysis {
@@ -33,7 +34,8 @@ void Planner::Impl::record_group(const std::vector<int>& g, std::int64_t round, 
   }
   if (j.verdict != Verdict::Slow) return;
   if (g.size() == 2) {
-    record_slow_pair(g[0], g[1], round, j.slowness, figure);
+    record_slow_pair(g[0], g[1], round, j.slowness, figure,
+                     std::max(relative_limit(cfg.outliers), cfg.outliers.z_cutoff * j.sigma));
   } else {
     auto m = g;
     std::sort(m.begin(), m.end());
@@ -70,9 +72,9 @@ void Planner::Impl::record_fast(const std::vector<int>& members, std::int64_t ro
 }
 
 void Planner::Impl::record_slow_pair(int a, int b, std::int64_t round, double slowness,
-                                     double figure) {
-  nodes[a].slow_pairs.push_back({b, round, slowness, figure});
-  nodes[b].slow_pairs.push_back({a, round, slowness, figure});
+                                     double figure, double cut) {
+  nodes[a].slow_pairs.push_back({b, round, slowness, figure, cut});
+  nodes[b].slow_pairs.push_back({a, round, slowness, figure, cut});
   auto& l = links[{std::min(a, b), std::max(a, b)}];
   if (l.slow_pair_tests.empty() && l.edge_slow == 0 && l.edge_z.empty()) l.opened_by_pair = true;
   l.slow_pair_tests.emplace_back(round, slowness);
@@ -103,6 +105,44 @@ std::vector<int> Planner::Impl::voting_partners(int u) const {
   return partners;
 }
 
+// A pair figure's spread as measured: the pooled edges' (they spread alike in the model cluster),
+// capped by the pair repeat spread where there is one (Impl::pair_repeat_sigma: on a live fabric the
+// edges spread wider than a pair test repeats); 0 before any all-to-all. Not the repeat spread
+// alone: early in a campaign it rests on a few nodes' figures, and an intermittent node's 1x and 3x
+// pair tests made it 0.3-1.3 at 5% noise (9 nodes, seeds 4, 15, 17).
+double Planner::Impl::pair_noise() const {
+  const double edges = edge_sigma();
+  if (!(edges > 0.0)) return 0.0;
+  const auto rep = pair_repeat_sigma();
+  return rep ? std::min(edges, *rep) : edges;
+}
+
+// The chance that one of node u's slow pair tests read slow from noise alone: the upper tail of the
+// pair spread measured now (pair_spread, set each round) past the cut the test was judged slow at,
+// the largest over its slow tests that are votes; 0 while the spread is unknown.
+double Planner::Impl::noise_vote_rate(int u) const {
+  if (!(pair_spread > 0.0)) return 0.0;
+  double p = 0.0;
+  for (const auto& s : nodes[u].slow_pairs)
+    if (s.cut > 0.0 && good(s.partner) && is_vote(s.round))
+      p = std::max(p, 0.5 * std::erfc(s.cut / (pair_spread * std::sqrt(2.0))));
+  return p;
+}
+
+// The votes that make node u slow: votes, or more where the campaign's measured noise makes its slow
+// pair tests likely from noise alone. A small cluster's first pair rounds are judged before any
+// all-to-all has measured the noise, on the reference's floor (slow from 1.35x at z_cutoff 4): at 20%
+// noise a healthy node slow with two partners at 1.47x and 2.17x was named after three rounds of
+// pairs (8 nodes, seed 1319), while the edges read later spread 0.2, at which a healthy pair test reads
+// past 1.35x one time in 14. At that rate (noise_vote_rate) the votes are set as the noise rule sets
+// them for a measured one (noise::votes_needed), one more at most. A 2x node's pair tests are slow at
+// that cut 39 times in 40, so it gives the third vote in one more pair test.
+int Planner::Impl::votes_for(int u, int votes, double suspects) const {
+  if (exact.active) return votes;
+  const double p = noise_vote_rate(u);
+  return p > 0.0 ? std::max(votes, std::min(cfg.votes + 1, noise::votes_needed(p, suspects, cfg.votes))) : votes;
+}
+
 int Planner::Impl::link_pair_votes(const LinkData& l) const {
   return static_cast<int>(std::count_if(l.slow_pair_tests.begin(), l.slow_pair_tests.end(),
                                         [&](const auto& t) { return is_vote(t.first); }));
@@ -112,11 +152,14 @@ int Planner::Impl::link_pair_votes(const LinkData& l) const {
 // more of them than it was ever fast. A slow pair whose two ends are both fine elsewhere says
 // nothing against either node: it is a link candidate (below).
 void Planner::Impl::reevaluate_nodes(std::int64_t round) {
+  pair_spread = pair_noise();
   mark_intermittent(round);
   mark_hot_nodes(round);
   mark_leaning_nodes(round);
   mark_link_hubs(round);
   const int votes = node_votes_needed();
+  const auto suspects = static_cast<double>(
+      std::count_if(nodes.begin(), nodes.end(), [](const NodeData& d) { return !d.slow_pairs.empty(); }));
   // Whether a partner counts as known-good depends on the other verdicts, so settle them together;
   // a verdict whose partners later turn out bad is withdrawn.
   for (int pass = 0; pass < 4; ++pass) {
@@ -131,7 +174,7 @@ void Planner::Impl::reevaluate_nodes(std::int64_t round) {
       // slow ones of them are within what stragglers do. A pair-checked node's fast tests are its
       // fast pair tests: its fine rows did not load its port as a pair test does.
       const int fast = d.pair_checked ? fast_pair_tests_of(u) : d.fast;
-      const bool bad = distinct >= votes + (d.fast > 0 ? 1 : 0) && distinct > fast;
+      const bool bad = distinct >= votes_for(u, votes, suspects) + (d.fast > 0 ? 1 : 0) && distinct > fast;
       if (bad == d.bad) continue;
       changed = true;
       d.bad = bad;
@@ -140,6 +183,7 @@ void Planner::Impl::reevaluate_nodes(std::int64_t round) {
         note(name(u) + " is slow with " + std::to_string(distinct) +
              " known-good partners: slow node");
       } else {
+        d.withdrawn = true;
         note(name(u) + " no longer has enough known-good partners against it");
       }
     }

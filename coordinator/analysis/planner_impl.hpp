@@ -41,6 +41,7 @@ struct SlowPair {
   std::int64_t round;
   double slowness;
   double figure;
+  double cut = 0.0;  // the log slowness the pair test was slow from (0: no pair test's; votes_for)
 };
 
 struct NodeData {
@@ -59,6 +60,7 @@ struct NodeData {
   bool lost = false;
   std::int64_t lost_round = -1;
   bool unresolved = false;           // ran out of resolution tests
+  bool withdrawn = false;            // named slow once, then no longer (repeated_pairs)
   int item = -1;                     // search item holding this node, -1 none
   int slow_switch = -1;              // index of the slow switch (topology) it sits under, -1 none
   bool intermittent = false;         // bad because slow in some tests with clean partners, fast in others
@@ -311,6 +313,7 @@ struct Evidence {
   bool pair_rate_memo_on = false;
   mutable std::optional<double> pair_rate_memo;
   std::uint64_t edge_spread_seen = 0;
+  double pair_spread = 0.0;  // pair_noise() as of the last reevaluate_nodes (noise_vote_rate)
   // Fast cores read apart from their surroundings by less than z_cutoff spreads (fast_core,
   // evidence_edges.cpp): a core read so again, the same members, counts.
   std::set<std::vector<int>> weak_cores;
@@ -445,7 +448,7 @@ struct Planner::Impl : Setup, Evidence {
                     const Judgement& j);
   // clean: the group held no slow edge, so it may serve as the clean cover certification starts from.
   void record_fast(const std::vector<int>& members, std::int64_t round, double figure, bool clean = true);
-  void record_slow_pair(int a, int b, std::int64_t round, double slowness, double figure);
+  void record_slow_pair(int a, int b, std::int64_t round, double slowness, double figure, double cut = 0.0);
   void reevaluate_nodes(std::int64_t round);
   void mark_lost(int u, std::int64_t round);
   std::vector<int> nodes_needing_test() const;
@@ -462,6 +465,9 @@ struct Planner::Impl : Setup, Evidence {
   void count_link_votes();
   bool is_vote(std::int64_t round) const;  // evidence.cpp: a slow test there is a vote
   std::vector<int> voting_partners(int u) const;
+  double noise_vote_rate(int u) const;                     // evidence.cpp
+  int votes_for(int u, int votes, double suspects) const;  // evidence.cpp
+  double pair_noise() const;  // evidence.cpp: a pair figure's spread as measured; 0 while unknown
   int link_pair_votes(const LinkData& l) const;
   int link_votes(const LinkData& l) const;
   void update_links();
@@ -469,6 +475,8 @@ struct Planner::Impl : Setup, Evidence {
   // evidence_edges.cpp
   bool readable_edges(const std::vector<int>& g, const GroupOutcome& o) const;
   EdgeReading read_edges(const std::vector<int>& g, const GroupOutcome& o, bool suspect) const;
+  bool core_possible(const GroupOutcome& o) const;  // a fast core may be read in this group
+  std::optional<double> over_reference(const GroupOutcome& o) const;  // log(figure / reference), as costs
   // suspect: open link suspicions from slow edges (not in a retest group, whose own stragglers
   // would open new ones as fast as the retests settle the old).
   Verdict record_outcome(const std::vector<int>& g, std::int64_t round, const GroupOutcome& o,
@@ -496,6 +504,7 @@ struct Planner::Impl : Setup, Evidence {
   bool pair_in_between(const std::vector<int>& g, const Judgement& j);  // evidence_pair_suspects.cpp
   std::optional<double> pair_clear_z(const Judgement& j) const;         // evidence_pair_suspects.cpp
   std::optional<nlohmann::json> repeated_slow(int u) const;           // report.cpp
+  std::optional<nlohmann::json> repeated_pairs(int u) const;          // report.cpp
   bool pair_suspect_fine(int u) const;                    // evidence.cpp
   void release_pair_checked(int u);          // u is no end of an open pair-only link read slow again
   // A fast pair test of u, at most limit times slower than expected, with a partner but except.
