@@ -25,7 +25,7 @@ void Planner::Impl::record_group(const std::vector<int>& g, std::int64_t round, 
                                  const Judgement& j) {
   if (g.size() == 2 && j.verdict != Verdict::Unknown)
     pair_tests.push_back({g[0], g[1], round, j.verdict == Verdict::Slow, j.slowness,
-                          figure > 0.0 ? std::log(to_cost(figure, cfg.outliers.direction)) : 0.0});
+                          figure > 0.0 ? std::log(to_cost(figure, cfg.outliers.direction)) : 0.0, j.sigma});
   if (j.verdict == Verdict::Fast) {
     record_fast(g, round, figure);
     history.add(static_cast<int>(g.size()), cfg.size_bytes,
@@ -34,8 +34,10 @@ void Planner::Impl::record_group(const std::vector<int>& g, std::int64_t round, 
   }
   if (j.verdict != Verdict::Slow) return;
   if (g.size() == 2) {
-    record_slow_pair(g[0], g[1], round, j.slowness, figure,
-                     std::max(relative_limit(cfg.outliers), cfg.outliers.z_cutoff * j.sigma));
+    // The cut it was slow from, for votes_for; none for a timeout (no figure noise could make).
+    const double cut = std::isfinite(j.slowness) ? std::max(relative_limit(cfg.outliers), cfg.outliers.z_cutoff * j.sigma)
+                                                 : std::numeric_limits<double>::infinity();
+    record_slow_pair(g[0], g[1], round, j.slowness, figure, cut);
   } else {
     auto m = g;
     std::sort(m.begin(), m.end());
@@ -135,8 +137,8 @@ double Planner::Impl::noise_vote_rate(int u) const {
 // noise a healthy node slow with two partners at 1.47x and 2.17x was named after three rounds of
 // pairs (8 nodes, seed 1319), while the edges read later spread 0.2, at which a healthy pair test reads
 // past 1.35x one time in 14. At that rate (noise_vote_rate) the votes are set as the noise rule sets
-// them for a measured one (noise::votes_needed), one more at most. A 2x node's pair tests are slow at
-// that cut 39 times in 40, so it gives the third vote in one more pair test.
+// them for a measured one (noise::votes_needed), at most cfg.votes + 1. A 2x node's pair tests are
+// slow at that cut 39 times in 40, so it gives the third vote in one more pair test.
 int Planner::Impl::votes_for(int u, int votes, double suspects) const {
   if (exact.active) return votes;
   const double p = noise_vote_rate(u);
@@ -174,7 +176,9 @@ void Planner::Impl::reevaluate_nodes(std::int64_t round) {
       // slow ones of them are within what stragglers do. A pair-checked node's fast tests are its
       // fast pair tests: its fine rows did not load its port as a pair test does.
       const int fast = d.pair_checked ? fast_pair_tests_of(u) : d.fast;
-      const bool bad = distinct >= votes_for(u, votes, suspects) + (d.fast > 0 ? 1 : 0) && distinct > fast;
+      const int seen_fast = d.fast > 0 ? 1 : 0;
+      const int needed = votes_for(u, votes, suspects);
+      const bool bad = distinct >= needed + seen_fast && distinct > fast;
       if (bad == d.bad) continue;
       changed = true;
       d.bad = bad;
@@ -182,13 +186,17 @@ void Planner::Impl::reevaluate_nodes(std::int64_t round) {
         d.bad_round = round;
         note(name(u) + " is slow with " + std::to_string(distinct) +
              " known-good partners: slow node");
+      } else if (distinct >= votes + seen_fast && distinct > fast) {
+        d.withdrawn = true;  // short only of the votes the measured noise asks
+        note(name(u) + " is slow with " + std::to_string(distinct) + " known-good partners, short of the " +
+             std::to_string(needed + seen_fast) + " the measured noise asks: tested again");
       } else {
-        d.withdrawn = true;
         note(name(u) + " no longer has enough known-good partners against it");
       }
     }
     if (!changed) break;
   }
+  pair_spread = pair_noise();  // again: the verdicts above change which partners are known-good
 }
 
 // A node at one end of confirmed slow links to more distinct partners than a node needs votes (3 by

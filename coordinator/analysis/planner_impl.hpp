@@ -60,7 +60,7 @@ struct NodeData {
   bool lost = false;
   std::int64_t lost_round = -1;
   bool unresolved = false;           // ran out of resolution tests
-  bool withdrawn = false;            // named slow once, then no longer (repeated_pairs)
+  bool withdrawn = false;            // named slow, then short of the votes the measured noise asks (repeated_pairs)
   int item = -1;                     // search item holding this node, -1 none
   int slow_switch = -1;              // index of the slow switch (topology) it sits under, -1 none
   bool intermittent = false;         // bad because slow in some tests with clean partners, fast in others
@@ -206,6 +206,7 @@ struct PairTest {
   bool slow;
   double slowness;
   double log_cost = 0.0;  // log of the figure as a cost (for the repeat spread, pair_repeat_sigma)
+  double sigma = 0.0;     // the spread it was judged with (Judgement::sigma; repeated_pairs)
 };
 
 // A switch (or the path between two) whose crossing traffic is slow while traffic inside is not.

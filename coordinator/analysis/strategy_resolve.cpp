@@ -191,7 +191,8 @@ int pair_suspects(Planner::Impl& s, RoundDraft& round) {
       // marked unresolved at once and never tested again (seed 4436, 20% noise, 4 such campaigns in
       // 5,000).
       auto waits_for = [&](int g) {
-        return untried_partner(d, u, g) && (s.good(g) || s.nodes[g].resolution_tests < s.cfg.max_tests_per_node);
+        return untried_partner(d, u, g) &&
+               (s.good(g) || (!s.nodes[g].unresolved && s.nodes[g].resolution_tests < s.cfg.max_tests_per_node));
       };
       const bool busy_only = d.resolution_tests < s.cfg.max_tests_per_node &&
                              (std::any_of(pool.good.begin(), pool.good.end(), waits_for) ||

@@ -82,8 +82,8 @@ TEST_CASE("simulate: pair votes judged before the noise was measured count at th
     CHECK(r.unresolved == 0);
   }
   // A 2x node named on two such votes and withdrawn when the noise was measured, whose pair tests then
-  // read fine at the cut that spread sets (2.2x), is slow by repetition: all its pair tests together
-  // (8 nodes, seed 13; before, no finding at all).
+  // read fine at the cut that spread sets (2.2x), is slow by repetition: its pair tests with 5 distinct
+  // partners together (8 nodes, seed 13; with votes_for alone, no finding at all).
   {
     auto o = parse_simulate_options({{"model", "severity"}, {"noise", "0.20"}, {"per-peer", "on"}, {"nodes", "8"},
                                      {"reference", "1"}});
