@@ -25,7 +25,7 @@ void Planner::Impl::record_group(const std::vector<int>& g, std::int64_t round, 
                                  const Judgement& j) {
   if (g.size() == 2 && j.verdict != Verdict::Unknown)
     pair_tests.push_back({g[0], g[1], round, j.verdict == Verdict::Slow, j.slowness,
-                          figure > 0.0 ? std::log(to_cost(figure, cfg.outliers.direction)) : 0.0, j.sigma});
+                          figure > 0.0 ? std::log(to_cost(figure, cfg.outliers.direction)) : 0.0});
   if (j.verdict == Verdict::Fast) {
     record_fast(g, round, figure);
     history.add(static_cast<int>(g.size()), cfg.size_bytes,
@@ -160,8 +160,7 @@ void Planner::Impl::reevaluate_nodes(std::int64_t round) {
   mark_leaning_nodes(round);
   mark_link_hubs(round);
   const int votes = node_votes_needed();
-  const auto suspects = static_cast<double>(
-      std::count_if(nodes.begin(), nodes.end(), [](const NodeData& d) { return !d.slow_pairs.empty(); }));
+  const auto suspects = static_cast<double>(nodes_with_slow_pairs());
   // Whether a partner counts as known-good depends on the other verdicts, so settle them together;
   // a verdict whose partners later turn out bad is withdrawn.
   for (int pass = 0; pass < 4; ++pass) {

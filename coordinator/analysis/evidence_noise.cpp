@@ -181,9 +181,13 @@ int Planner::Impl::link_votes_needed() const {
 
 // Every node slow in a pair test is put to the node rule; at 16,384 nodes the screen makes a hundred
 // or more such suspects from stragglers alone, and two slow retests of one of them are then likely.
+int Planner::Impl::nodes_with_slow_pairs() const {
+  return static_cast<int>(std::count_if(nodes.begin(), nodes.end(), [](const NodeData& d) { return !d.slow_pairs.empty(); }));
+}
+
 int Planner::Impl::node_votes_needed() const {
   if (exact.active) return cfg.votes;
-  const auto suspects = std::count_if(nodes.begin(), nodes.end(), [](const NodeData& d) { return !d.slow_pairs.empty(); });
+  const int suspects = nodes_with_slow_pairs();
   // At most one vote more than configured: under a congested uplink most cross-leaf pair tests are
   // slow, which is no noise rate, and the switch verdicts need the node verdicts it makes.
   return std::min(cfg.votes + 1, noise::votes_needed(pair_slow_rate(), static_cast<double>(suspects), cfg.votes));
