@@ -47,6 +47,7 @@ drill_expect() {
   local name=$1 out=$2 want_rc=$3 wants=$4 forbid=${5:-} f w ok=1
   f=$(findings "$out" 2>/dev/null)
   echo "findings:"; echo "${f:-  (none)}"
+  show_pairs "$out"
   [ "$RC" -eq "$want_rc" ] && pass "$name: exit $RC" || { bad "$name: exit $RC, want $want_rc"; ok=0; }
   if [ -z "$wants" ]; then
     [ -z "$f" ] && pass "$name: no finding" || { bad "$name: findings on a healthy cluster"; ok=0; }

@@ -38,6 +38,36 @@ show_run() {
   done
 }
 
+# show_pairs OUT: every localization pair test's figure, one line per pair in test order, as the
+# pair's time over the median pair test's (1.00 typical, 2.00 twice as slow), so that a wrong verdict
+# in a CI log shows the readings it came from (a CI run once named two nodes and two links in the
+# link-flap drill, and its log kept only the findings). Groups larger than a pair are left out.
+show_pairs() {
+  python3 - "$1/results.jsonl" <<'PY' || true
+import collections, json, statistics, sys
+groups = collections.defaultdict(dict)
+for line in open(sys.argv[1]):
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    if r.get("metric") != "busbw" or r.get("group_id", -1) < 0 or not r.get("value"):
+        continue
+    members = groups[(r["round_id"], r["group_id"])]
+    members[r["host"]] = min(members.get(r["host"], float("inf")), r["value"])
+pairs = collections.defaultdict(list)
+for (rd, g), members in sorted(groups.items()):
+    if len(members) == 2:
+        pairs["<->".join(sorted(members))].append((rd, min(members.values())))
+if not pairs:
+    sys.exit(0)
+typical = statistics.median(v for rows in pairs.values() for _, v in rows)
+print("--- pair tests: time over the median pair test's, in round order")
+for name in sorted(pairs):
+    print("   %-16s %s" % (name, " ".join("%.2f@%d" % (typical / v, rd) for rd, v in pairs[name])))
+PY
+}
+
 # show_evidence OUT: each finding's pair figures (slowness, z, tests), so that a wrong finding in a
 # CI log says which readings made it.
 show_evidence() {
