@@ -54,10 +54,6 @@ struct PairStat {
   // When they are not, they are stragglers, and the median is read without them.
   bool far_real = false;
   int stragglers = 0;  // far readings left out of the median
-  // Readings slow on their own: past the least slowdown and z_cutoff spreads of one reading (a
-  // timeout is one). A node slow in half the rounds has them with most of its partners.
-  int slow_alone = 0;
-  int slow_kept = 0;  // slow_alone less the stragglers
 };
 
 struct ExactStats {
@@ -92,15 +88,13 @@ double repeat_sigma(const std::map<Key, std::vector<double>>& logs, double floor
 // reading in 20. With heavy-tailed stragglers (5% of tests 1.5-10x slow), two far readings in one
 // pair's tests came in about 1 healthy 6-node campaign of 10, and were named an intermittently slow
 // link (or, two of three, a slow one).
-// `count` picks which readings are counted (PairStat::slow_readings, the far ones, by default).
-bool far_beyond_noise(const ExactStats& st, int a, int b, int far_count, int tests, double judged,
-                      int PairStat::*count = &PairStat::slow_readings) {
+bool far_beyond_noise(const ExactStats& st, int a, int b, int far_count, int tests, double judged) {
   int far = 0, readings = 0;
   for (const auto& [other, q] : st.pairs) {
-    if (2 * (q.*count) >= q.tests || other.first == a || other.second == a || other.first == b ||
+    if (2 * q.slow_readings >= q.tests || other.first == a || other.second == a || other.first == b ||
         other.second == b)
       continue;
-    far += q.*count, readings += q.tests;
+    far += q.slow_readings, readings += q.tests;
   }
   const double rate = (far + 1.0) / (readings + 20.0);
   return noise::binomial_tail(far_count, tests, rate) * judged <= noise::kAlpha;
@@ -143,11 +137,7 @@ ExactStats exact_stats(const Planner::Impl& s) {
     return !std::isfinite(dx) || (dx >= std::max(kFlakyEffect, 2.0 * min_effect) && dx / one >= zc + 2.0);
   };
   for (auto& [key, p] : st.pairs)
-    for (double x : s.exact.logs.at(key)) {
-      const double dx = x - st.baseline;
-      p.slow_readings += far(x) ? 1 : 0;
-      p.slow_alone += !std::isfinite(dx) || (dx >= min_effect && dx / one >= zc) ? 1 : 0;
-    }
+    for (double x : s.exact.logs.at(key)) p.slow_readings += far(x) ? 1 : 0;
   for (auto& [key, p] : st.pairs)
     p.far_real = p.slow_readings > 0 &&
                  far_beyond_noise(st, key.first, key.second, p.slow_readings, p.tests, static_cast<double>(st.pairs.size()));
@@ -176,7 +166,6 @@ ExactStats exact_stats(const Planner::Impl& s) {
         if (!far(x) || !std::isfinite(x)) rest.push_back(x);
       if (!rest.empty()) p.med = median(rest), kept = static_cast<int>(rest.size()), p.stragglers = p.tests - kept;
     }
-    p.slow_kept = p.slow_alone - p.stragglers;
     const double pm = 1.25 * st.sigma / std::sqrt(static_cast<double>(kept));
     const double sm = std::max(std::sqrt(pm * pm + base_var), floor);
     const double d = p.med - st.baseline;
@@ -300,23 +289,6 @@ std::vector<int> slow_nodes(const Planner::Impl& s, const ExactStats& st) {
     if (is_bad(u)) continue;
     const auto [partners, slow] = slow_with_rest(u);
     if (slow >= 3 && 2 * slow >= partners) bad.push_back(u);
-  }
-  // Slow on its own (PairStat::slow_alone, less the stragglers) in more readings than noise gives,
-  // with two partners or more: a node slow in half the rounds. Its pair medians are slow with about
-  // half its partners, so the rules above missed it in some campaigns and read its slow pairs as one
-  // or two slow links with a common end (6 nodes, 5% noise, a 3x node in half the rounds: found or
-  // reported in 187 of 200). Pairs slow in most readings are left out (two slow links at one end are
-  // no slow node), and the count is weighed against the pairs that share no node with it.
-  for (int u : order) {
-    if (is_bad(u)) continue;
-    int k = 0, tests = 0, with = 0;
-    for (const auto& [key, p] : st.pairs) {
-      if ((key.first != u && key.second != u) || is_bad(key.first == u ? key.second : key.first)) continue;
-      if (4 * p.slow_kept >= 3 * p.tests) continue;  // slow in most readings: a link's business
-      k += p.slow_kept, tests += p.tests, with += p.slow_kept > 0 ? 1 : 0;
-    }
-    if (with < 2) continue;
-    if (k > 0 && far_beyond_noise(st, u, u, k, tests, static_cast<double>(s.n), &PairStat::slow_kept)) bad.push_back(u);
   }
   return bad;
 }
