@@ -9,7 +9,6 @@
 #include <limits>
 
 #include "common/findings.hpp"
-#include "coordinator/analysis/noise.hpp"
 #include "coordinator/analysis/strategies.hpp"
 
 namespace kiln::analysis {
@@ -47,13 +46,9 @@ struct PairStat {
   int tests = 0;
   // Readings far past the cutoff on their own (kFlakyEffect and z + 2) in a pair whose median is
   // not slow: a link or node that is slow some of the time. Such a pair is tested again, and is
-  // reported (intermittently slow, or unresolved) unless the campaign's stragglers explain them.
+  // reported (intermittently slow, or unresolved), never dropped.
   int slow_readings = 0;
   bool flaky = false;
-  // Its far readings are more than the campaign's rate of far readings explains (far_beyond_noise).
-  // When they are not, they are stragglers, and the median is read without them.
-  bool far_real = false;
-  int stragglers = 0;  // far readings left out of the median
 };
 
 struct ExactStats {
@@ -79,25 +74,6 @@ double repeat_sigma(const std::map<Key, std::vector<double>>& logs, double floor
   if (diffs.empty() || df == 0) return floor;
   const double s = median(diffs) / 0.954 * (1.0 + 1.0 / std::sqrt(static_cast<double>(df)));
   return std::max(s, floor);
-}
-
-// Far readings (PairStat::slow_readings) past what noise puts there: `far_count` of `tests` readings
-// is beyond the campaign's rate of far readings at noise::kAlpha over the `judged` suspects (pairs,
-// or nodes). The rate is read on the pairs that share no node with a-b (a = b: with node a), leaving
-// out pairs mostly far (a slow link's or node's readings are not noise), with a prior of one far
-// reading in 20. With heavy-tailed stragglers (5% of tests 1.5-10x slow), two far readings in one
-// pair's tests came in about 1 healthy 6-node campaign of 10, and were named an intermittently slow
-// link (or, two of three, a slow one).
-bool far_beyond_noise(const ExactStats& st, int a, int b, int far_count, int tests, double judged) {
-  int far = 0, readings = 0;
-  for (const auto& [other, q] : st.pairs) {
-    if (2 * q.slow_readings >= q.tests || other.first == a || other.second == a || other.first == b ||
-        other.second == b)
-      continue;
-    far += q.slow_readings, readings += q.tests;
-  }
-  const double rate = (far + 1.0) / (readings + 20.0);
-  return noise::binomial_tail(far_count, tests, rate) * judged <= noise::kAlpha;
 }
 
 ExactStats exact_stats(const Planner::Impl& s) {
@@ -132,41 +108,12 @@ ExactStats exact_stats(const Planner::Impl& s) {
   st.min_effect = min_effect;
   const double one = std::max(1.25 * st.sigma, floor);  // the spread of a single reading
   st.one = one;
-  auto far = [&](double x) {
-    const double dx = x - st.baseline;
-    return !std::isfinite(dx) || (dx >= std::max(kFlakyEffect, 2.0 * min_effect) && dx / one >= zc + 2.0);
-  };
-  for (auto& [key, p] : st.pairs)
-    for (double x : s.exact.logs.at(key)) p.slow_readings += far(x) ? 1 : 0;
-  for (auto& [key, p] : st.pairs)
-    p.far_real = p.slow_readings > 0 &&
-                 far_beyond_noise(st, key.first, key.second, p.slow_readings, p.tests, static_cast<double>(st.pairs.size()));
-  // A node's far readings with all its partners but its worst one (a slow link is not a slow node):
-  // a node slow in half the rounds has them with most partners, too few with any one alone.
-  std::vector<char> node_far(static_cast<std::size_t>(s.n), 0);
-  for (int u = 0; u < s.n; ++u) {
-    int far_u = 0, tests_u = 0;
-    const PairStat* worst = nullptr;
-    for (const auto& [key, p] : st.pairs) {
-      if (key.first != u && key.second != u) continue;
-      far_u += p.slow_readings, tests_u += p.tests;
-      if (!worst || p.slow_readings * worst->tests > worst->slow_readings * p.tests) worst = &p;
-    }
-    if (worst) far_u -= worst->slow_readings, tests_u -= worst->tests;
-    node_far[u] = far_u > 0 && far_beyond_noise(st, u, u, far_u, tests_u, static_cast<double>(s.n)) ? 1 : 0;
-  }
   for (auto& [key, p] : st.pairs) {
-    // Far readings that noise explains, in a pair whose nodes show none beyond it, are stragglers:
-    // the pair's median is read without them (a timeout is never one). They still mark it flaky,
-    // so it is tested again.
-    int kept = p.tests;
-    if (p.slow_readings > 0 && !p.far_real && !node_far[key.first] && !node_far[key.second]) {
-      std::vector<double> rest;
-      for (double x : s.exact.logs.at(key))
-        if (!far(x) || !std::isfinite(x)) rest.push_back(x);
-      if (!rest.empty()) p.med = median(rest), kept = static_cast<int>(rest.size()), p.stragglers = p.tests - kept;
+    for (double x : s.exact.logs.at(key)) {
+      const double dx = x - st.baseline;
+      if (!std::isfinite(dx) || (dx >= std::max(kFlakyEffect, 2.0 * min_effect) && dx / one >= zc + 2.0)) ++p.slow_readings;
     }
-    const double pm = 1.25 * st.sigma / std::sqrt(static_cast<double>(kept));
+    const double pm = 1.25 * st.sigma / std::sqrt(static_cast<double>(p.tests));
     const double sm = std::max(std::sqrt(pm * pm + base_var), floor);
     const double d = p.med - st.baseline;
     p.z = std::isfinite(d) ? d / sm : kInf;
@@ -368,16 +315,13 @@ nlohmann::json pair_json(const Planner::Impl& s, const Key& key, const PairStat&
     const double r = std::exp(x - base);
     readings.push_back(std::isfinite(r) ? nlohmann::json(std::round(r * 1000) / 1000) : nlohmann::json("timeout"));
   }
-  nlohmann::json j = {{"pair", s.link_id(key.first, key.second)},
+  return {{"pair", s.link_id(key.first, key.second)},
           {"readings", std::move(readings)},
           {"slowness", std::isfinite(slowness) ? nlohmann::json(slowness) : nlohmann::json("timeout")},
           {"z", std::isfinite(p.z) ? nlohmann::json(p.z) : nlohmann::json("timeout")},
           {"tests", p.tests},
           {"slow_readings", p.slow_readings},
           {"slow", p.slow}};
-  // Far readings the campaign's stragglers explain, left out of the slowness (its median).
-  if (p.stragglers > 0) j["stragglers"] = p.stragglers;
-  return j;
 }
 
 }  // namespace
@@ -487,9 +431,8 @@ std::vector<kiln::Finding> Planner::Impl::exact_findings() const {
   auto is_bad = [&](int u) { return std::find(bad.begin(), bad.end(), u) != bad.end(); };
   for (const auto& [key, p] : st.pairs) {
     const auto [a, b] = key;
-    // One far reading among a pair's retests is a straggler (the retests say so); two are not, unless
-    // the campaign's rate of far readings explains them (far_beyond_noise).
-    const bool flaky = p.flaky && p.slow_readings >= 2 && p.far_real;
+    // One far reading among a pair's retests is a straggler (the retests say so); two are not.
+    const bool flaky = p.flaky && p.slow_readings >= 2;
     if (is_bad(a) || is_bad(b) || under[a] || under[b] || !(p.slow || p.undecided || flaky)) continue;
     auto ev = with_pairs(basis, {pair_json(*this, key, p, st.baseline)});
     const std::string k_of_n = std::to_string(p.slow_readings) + " of " + std::to_string(p.tests) + " tests";
