@@ -357,7 +357,7 @@ Verdict Planner::Impl::record_outcome(const std::vector<int>& g, std::int64_t ro
   // for uniformly slow six times, and the two suspects in it, never seen fast, were reported
   // undecided (8 nodes, seed 2625).
   const auto over_ref = o.timed_out ? std::nullopt : over_reference(o);
-  const bool fine_by_ref = j.basis.rfind("history", 0) == 0 && over_ref && *over_ref < relative_limit(cfg.outliers);
+  const bool fine_by_ref = on_history(j) && over_ref && *over_ref < relative_limit(cfg.outliers);
   if (j.verdict == Verdict::Slow && !fine_by_ref && r.slow_rows.empty() && r.slow_links.empty() && !edge_slow && !leaf) {
     // Uniformly slow: not the edges' story. A retest group is there for its edges alone. Its
     // sightings still count: they were read against the group's own median.

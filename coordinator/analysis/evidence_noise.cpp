@@ -179,12 +179,13 @@ int Planner::Impl::link_votes_needed() const {
   return noise::votes_needed(pair_slow_rate(), static_cast<double>(links.size()), cfg.votes);
 }
 
-// Every node slow in a pair test is put to the node rule; at 16,384 nodes the screen makes a hundred
-// or more such suspects from stragglers alone, and two slow retests of one of them are then likely.
+// Nodes slow in a pair test: the suspects the node rule is put to (node_votes_needed, votes_for).
 int Planner::Impl::nodes_with_slow_pairs() const {
   return static_cast<int>(std::count_if(nodes.begin(), nodes.end(), [](const NodeData& d) { return !d.slow_pairs.empty(); }));
 }
 
+// Every node slow in a pair test is put to the node rule; at 16,384 nodes the screen makes a hundred
+// or more such suspects from stragglers alone, and two slow retests of one of them are then likely.
 int Planner::Impl::node_votes_needed() const {
   if (exact.active) return cfg.votes;
   const int suspects = nodes_with_slow_pairs();

@@ -87,6 +87,9 @@ struct Judgement {
 };
 void to_json(nlohmann::json& j, const Judgement& x);
 
+// Judged against earlier rounds' figures: any of the history bases.
+inline bool on_history(const Judgement& j) { return j.basis.rfind("history", 0) == 0; }
+
 // Baseline from earlier rounds: log-costs of groups judged fast, per key. Bounded memory.
 class History {
  public:

@@ -86,7 +86,7 @@ void Planner::Impl::release_held(const std::string& why) {
 // the history (z 4.4), and those two votes named it; against the control's level they read 1.43x
 // (z 3.2). A test that read slow fades by at most three quarters of the cutoff (2x to 1.69x).
 Judgement Planner::Impl::at_control_level(const Judgement& j) const {
-  if (!(control.shift > 0.0) || j.verdict != Verdict::Slow || j.basis.rfind("history", 0) != 0 ||
+  if (!(control.shift > 0.0) || j.verdict != Verdict::Slow || !on_history(j) ||
       !(j.sigma > 0.0) || !std::isfinite(j.slowness))
     return j;
   Judgement out = j;
@@ -101,7 +101,7 @@ Judgement Planner::Impl::at_control_level(const Judgement& j) const {
 }
 
 void Planner::Impl::ask_control(const Judgement& j) {
-  if (control.vouched || reference_figure(cfg.outliers, cfg.size_bytes) || j.basis.rfind("history", 0) != 0 ||
+  if (control.vouched || reference_figure(cfg.outliers, cfg.size_bytes) || !on_history(j) ||
       !(j.expected > 0.0))
     return;
   const auto pairs = history.reference(2, cfg.size_bytes);
