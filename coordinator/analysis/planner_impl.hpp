@@ -364,7 +364,7 @@ struct Planner::Impl : Setup, Evidence {
   int explain_links_of(int u);  // clears u's undecided link suspicions; returns how many
   bool noise_single(const LinkData& l) const;  // one slow reading, the one that opened it, and nothing else
   // Its slow pair retests, past the first, among `retested` candidates with pair tests (evidence_noise.cpp).
-  bool pair_retests_beyond_noise(const LinkData& l, std::size_t retested) const;
+  bool pair_retests_beyond_noise(int a, int b, const LinkData& l, std::size_t retested) const;
   nlohmann::json noise_story() const;
   long undecided_singles() const;
   // One localize.unresolved for the single-reading suspicions left when rounds ran out, when there

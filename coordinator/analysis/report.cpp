@@ -334,7 +334,7 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
   for (const auto& [key, l] : links) {
     if (l.confirmed || l.cleared || !good(key.first) || !good(key.second) || noise_single(l)) continue;
     const bool edges_short = !l.pair_only && l.edge_slow >= 2;
-    const bool retests_short = !l.pair_only && !edges_short && pair_retests_beyond_noise(l, retested);
+    const bool retests_short = !l.pair_only && !edges_short && pair_retests_beyond_noise(key.first, key.second, l, retested);
     if (!book.out_of_rounds && !l.pair_only && !edges_short && !retests_short) continue;
     const auto& [a, b] = key;
     nlohmann::json pairs = nlohmann::json::array();
