@@ -357,8 +357,10 @@ kiln::Finding Planner::Impl::leaning_finding(int u) const {
 }
 
 // A link candidate's slow pair tests past the first (the one that opened it), beyond a binomial tail
-// at the pair rate (at least kPairPrior) over the candidates with pair tests, and at least as many
-// as its fast ones. Past 256 nodes a pair candidate is retested as a pair only, and one between a node slow in
+// over the candidates with pair tests, and at least as many as its fast ones. The rate is that of
+// the pair tests that touch neither end, at least half a test in their number and kPairPrior; below
+// kMinPairTests of them, their slow ones over kMinPairTests (kPairPrior where none), as
+// beyond_noise takes a node's. Past 256 nodes a pair candidate is retested as a pair only, and one between a node slow in
 // half the rounds and its screen partner read slow in 4 retests of 6 while the node was busy with
 // them; the retests ran out, the rest certified, and nothing was reported (300 nodes, 5% noise,
 // seed 15: 7 campaigns in 100 at 300 nodes, 7-9 at 257-512, silent).
@@ -373,7 +375,8 @@ bool Planner::Impl::pair_retests_beyond_noise(int a, int b, const LinkData& l, s
   for (const auto& t : pair_tests)
     if (t.a != a && t.a != b && t.b != a && t.b != b && base_rate_pair(t)) ++tests, slow_others += t.slow ? 1 : 0;
   double rate = pair_rate_of(tests, slow_others);
-  rate = rate >= 0.0 ? std::max(rate, 0.5 / static_cast<double>(tests)) : pair_slow_rate();
+  if (rate >= 0.0) rate = std::max(rate, 0.5 / static_cast<double>(tests));
+  else rate = slow_others > 0 ? static_cast<double>(slow_others) / static_cast<double>(kMinPairTests) : kPairPrior;
   rate = std::max(rate, kPairPrior);
   const double candidates = std::max<double>(1.0, static_cast<double>(retested));
   return noise::binomial_tail(slow, slow + l.fast_pair_tests, rate) < kIntermittentAlpha / candidates;

@@ -172,7 +172,7 @@ struct LeafEdges {
   int inside = 0, inside_slow = 0, crossing_slow = 0;
   std::map<int, std::pair<int, int>> member_crossing;  // member -> slow, all crossing edges
 
-  // Members slow with most of their peers across the uplink, and members with any such peer.
+  // Members slow with at least half of their peers across the uplink, and members with any such peer.
   std::pair<int, int> members_slow() const {
     int slow = 0;
     for (const auto& [u, c] : member_crossing) slow += 2 * c.first >= c.second ? 1 : 0;
@@ -265,9 +265,10 @@ std::vector<LeafEdges> leaf_edges(const GroupOutcome& o, const std::vector<int>&
 
 // Slow across the uplink in this group: crossing edges mostly slow, into more than one other leaf
 // (with two leaves there is no telling), edges inside mostly fast, and every member in the group
-// slow with most of its peers across. Without the last, healthy clusters in leaves of 4 at 20%
+// slow with at least half of its peers across. Without the last, healthy clusters in leaves of 4 at 20%
 // noise declared a leaf in 4-6 campaigns of 100 at 24-100 nodes, with it in 2-3 (before a leaf
-// needed a second sighting and three inside edges). Mostly is more than half: a healthy leaf of 2
+// needed a second sighting and three inside edges). Mostly slow across is more than half of the
+// crossing edges (a member's share may be half): a healthy leaf of 2
 // at 8 nodes, 20% noise, read exactly 6 of its 12 crossing edges slow (3 of 6 for each member) in
 // two all-to-alls, with its one inside edge fast, and was declared (seed 592, 1 campaign of 1,000).
 bool leaf_shaped(const LeafEdges& e, std::size_t leaves) {
