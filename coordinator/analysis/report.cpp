@@ -1,6 +1,7 @@
 // Findings: what is broken, the evidence, and what the operator should do next.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -407,14 +408,16 @@ std::vector<kiln::Finding> Planner::Impl::make_findings() const {
     // of 1x, and 5 spreads below its slow tests' median) flaps, or one of its ends does: its ends
     // were fine elsewhere in other rounds, which a node slow in half the rounds also is. So it is
     // undecided, not link.slow, whose next step says not to drain (400 nodes, 5% noise, seeds 109
-    // and 132: a node's link with its screen partner slow in 6 of 7 retests, 1.0x in one). A steady
-    // link does not read so: at 5% noise a 2x link sits 10 spreads above 1x, and at 20% noise 2x is
-    // under 5 spreads from it.
+    // and 132: a node's link with its screen partner slow in 6 of 7 pair tests, the screen's and 5
+    // of 6 retests, 1.0x in one). A steady link does not read so: at 5% noise a 2x link sits 10 or
+    // more spreads above 1x. A 2x link flapping at 20% noise is under 5 spreads from 1x, so the rule
+    // cannot see it, and it stays link.slow.
     if (pair_spread > 0.0 && !l.slow_pair_tests.empty()) {
+      // A timed-out slow test (no finite slowness) is as slow as can be.
       std::vector<double> slow;
       for (const auto& [round, slowness] : l.slow_pair_tests)
-        if (std::isfinite(slowness) && slowness > 0.0) slow.push_back(std::log(slowness));
-      const double med = slow.empty() ? 0.0 : stats::median(slow);
+        slow.push_back(std::isfinite(slowness) && slowness > 0.0 ? std::log(slowness) : std::numeric_limits<double>::infinity());
+      const double med = stats::median(slow);
       const std::int64_t first = l.slow_pair_tests.front().first;
       nlohmann::json fast_readings = nlohmann::json::array();
       for (const auto& t : pair_tests)
