@@ -53,7 +53,8 @@ const std::vector<CatalogEntry>& catalog() {
        "because of the switch, so do not drain them one by one"},
       {Code::LocalizeUnresolved, "localize.unresolved", S::Warning, "node or link",
        "localization could not decide whether a suspect node or link is slow: it ran out of rounds, of "
-       "resolution tests or of known-good partners before enough votes for or against it",
+       "resolution tests or of known-good partners before enough votes for or against it, or a link read slow "
+       "in some tests and clearly fast in others (the link or one of its ends slow some of the time)",
        "rerun the localization with {entity} and a few known-good nodes (kiln run --nodelist), or with a larger "
        "round budget; the evidence lists the slow and fast tests it had and why it stopped"},
       {Code::GpuCount, "gpu.count", S::Critical, "node", "the node has fewer usable GPUs than the spec expects",
