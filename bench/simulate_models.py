@@ -8,6 +8,7 @@ Cells (each at every N of --sizes, --seeds seeds; healthy cells at 10x the seeds
   severity 2x/10x, heavy-tail 2x, topology 2x, per-rail 3x        -> recall 1.0
   intermittent   one node 3x slow, active in half the rounds      -> accounted (found, unresolved or
                                                                      intermittent) in >= 95% of trials
+  intermittent link   one link 3x slow in half the rounds         -> the same (a flapping link)
   congestion     one leaf uplink 2x slow in 80% of rounds         -> a switch finding in every trial,
                                                                      no node or link finding
   k faults       severity model with k = 2, 8 bad nodes; many     -> rounds reported against k
@@ -40,6 +41,8 @@ CELLS = [
     ("severity 10x", "severity", ["--slow-factor", "10"], "recall"),
     ("heavy-tail 2x", "heavy-tail", [], "recall"),
     ("intermittent 50%", "intermittent", [], "accounted"),
+    ("intermittent link 50%", "severity",
+     ["--bad-nodes", "0", "--bad-links", "1", "--slow-factor", "3", "--fault-rate", "0.5"], "accounted"),
     ("congestion", "congestion", [], "switch"),
     ("topology 2x", "topology", [], "recall"),
     ("per-rail 3x", "per-rail", [], "recall"),
