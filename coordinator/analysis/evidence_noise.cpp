@@ -104,6 +104,15 @@ namespace {
 double pair_rate_of(long tests, long slow) {
   return tests >= kMinPairTests ? static_cast<double>(slow) / static_cast<double>(tests) : -1.0;
 }
+
+// The rate of the pair tests a suspect was not in (a node's others, a link's neither end): at least
+// half a test in their number; below kMinPairTests of them, their slow ones over kMinPairTests, or
+// kPairPrior where none read slow.
+double others_pair_rate(long tests, long slow) {
+  const double rate = pair_rate_of(tests, slow);
+  if (rate >= 0.0) return std::max(rate, 0.5 / static_cast<double>(tests));
+  return slow > 0 ? static_cast<double>(slow) / static_cast<double>(kMinPairTests) : kPairPrior;
+}
 }  // namespace
 
 // Pair tests between known-good nodes, but a pair-only link's retests (LinkData::pair_only): they
@@ -217,9 +226,7 @@ bool Planner::Impl::beyond_noise(int u, const PairRecord& r, double level) const
   if (const int slow_pairs = r.slow - r.row_slow; slow_pairs > 0) {
     const long tests = noise.pair_tests - noise.node_pair_tests[u];
     const long slow = noise.pair_slow - noise.node_pair_slow[u];
-    double rate = pair_rate_of(tests, slow);
-    if (rate >= 0.0) rate = std::max(rate, 0.5 / static_cast<double>(tests));
-    else rate = slow > 0 ? static_cast<double>(slow) / static_cast<double>(kMinPairTests) : kPairPrior;
+    double rate = others_pair_rate(tests, slow);
     // Nor below what the measured spread gives its slow tests (noise_vote_rate): a healthy node of 9
     // at 20% noise, slow at 1.39x and 1.46x against the reference's floor, was "intermittently slow (3
     // of 13 tests)", unresolved, while the other nodes' few pair tests had all read fine (seed 3381).
@@ -357,10 +364,9 @@ kiln::Finding Planner::Impl::leaning_finding(int u) const {
 }
 
 // A link candidate's slow pair tests past the first (the one that opened it), beyond a binomial tail
-// over the candidates with pair tests, and at least as many as its fast ones. The rate is that of
-// the pair tests that touch neither end, at least half a test in their number and kPairPrior; below
-// kMinPairTests of them, their slow ones over kMinPairTests (kPairPrior where none), as
-// beyond_noise takes a node's. Past 256 nodes a pair candidate is retested as a pair only, and one between a node slow in
+// over the candidates with pair tests, and at least as many as its fast ones, at the rate of the
+// pair tests that touch neither end (others_pair_rate, as beyond_noise takes a node's; at least
+// kPairPrior). Past 256 nodes a pair candidate is retested as a pair only, and one between a node slow in
 // half the rounds and its screen partner read slow in 4 retests of 6 while the node was busy with
 // them; the retests ran out, the rest certified, and nothing was reported (300 nodes, 5% noise,
 // seed 15: 7 campaigns in 100 at 300 nodes, 7-9 at 257-512, silent).
@@ -374,10 +380,7 @@ bool Planner::Impl::pair_retests_beyond_noise(int a, int b, const LinkData& l, s
   long tests = 0, slow_others = 0;
   for (const auto& t : pair_tests)
     if (t.a != a && t.a != b && t.b != a && t.b != b && base_rate_pair(t)) ++tests, slow_others += t.slow ? 1 : 0;
-  double rate = pair_rate_of(tests, slow_others);
-  if (rate >= 0.0) rate = std::max(rate, 0.5 / static_cast<double>(tests));
-  else rate = slow_others > 0 ? static_cast<double>(slow_others) / static_cast<double>(kMinPairTests) : kPairPrior;
-  rate = std::max(rate, kPairPrior);
+  const double rate = std::max(others_pair_rate(tests, slow_others), kPairPrior);
   const double candidates = std::max<double>(1.0, static_cast<double>(retested));
   return noise::binomial_tail(slow, slow + l.fast_pair_tests, rate) < kIntermittentAlpha / candidates;
 }
